@@ -1,0 +1,50 @@
+# herald: the README's two commands are `make demo` and `make test`.
+# Every target first makes sure the system libraries are there (installing them with apt-get when
+# run as root, printing the exact command otherwise).
+SHELL := /bin/bash
+SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
+HERALD_DEBUG := .build/debug/herald
+HERALD_RELEASE := .build/release/herald
+
+.PHONY: deps build release test demo bench clean
+
+deps:
+	@missing=""; \
+	for p in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "herald: installing system packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 2; \
+	  else \
+	    echo "herald: missing system packages:$$missing"; \
+	    echo "run:  sudo apt-get update && sudo apt-get install -y$$missing"; \
+	    exit 2; \
+	  fi; \
+	fi
+
+build: deps
+	swift build --product herald
+
+release: deps
+	swift build -c release --product herald
+
+test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+# A fresh demo campaign each time: its state and reports are reset first, so the demo always
+# shows a full send. (Running `herald run jobs/demo.yaml` again without the reset shows resume:
+# a finished campaign sends nothing.)
+demo: build
+	@rm -rf state/demo-spring-sale.sqlite* reports/demo-spring-sale
+	$(HERALD_DEBUG) run jobs/demo.yaml
+	@echo
+	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (deliveries.csv, invalid.csv, summary.json)"
+
+bench: release
+	@python3 Benchmarks/run_bench.py $(HERALD_RELEASE)
+
+clean:
+	rm -rf .build state reports bench-out

@@ -1,0 +1,73 @@
+// swift-tools-version:6.1
+// herald: a bulk push-campaign runner for APNs. One module per pipeline stage;
+// dependencies point one way: Core <- Job/Audience/Payload/State/Delivery/Reports <- Pipeline <- herald.
+import PackageDescription
+
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+    ],
+    targets: [
+        // C libraries, each wrapped once (see ../STYLE: one module imports each).
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "HeraldCore"),
+        .target(name: "HeraldJob", dependencies: [
+            "HeraldCore", .product(name: "Yams", package: "Yams"),
+        ]),
+        .target(name: "HeraldAudience", dependencies: ["HeraldCore", "CZlib"]),
+        .target(name: "HeraldPayload", dependencies: ["HeraldCore"]),
+        .target(name: "HeraldState", dependencies: [
+            "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
+        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL"]),
+        .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState"]),
+        .target(name: "HeraldSimulator", dependencies: [
+            "HeraldCore",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
+        ]),
+        .target(name: "HeraldPipeline", dependencies: [
+            "HeraldCore", "HeraldJob", "HeraldAudience", "HeraldPayload", "HeraldState",
+            "HeraldDelivery", "HeraldReports", "HeraldSimulator",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .executableTarget(name: "herald", dependencies: [
+            "HeraldPipeline", "HeraldSimulator", "HeraldJob", "HeraldCore",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .target(name: "HeraldTestSupport", dependencies: ["HeraldCore", "HeraldSimulator"], path: "Tests/HeraldTestSupport"),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJob", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldAudienceTests", dependencies: ["HeraldAudience", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldPayloadTests", dependencies: ["HeraldPayload", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldStateTests", dependencies: ["HeraldState", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldDeliveryTests", dependencies: [
+            "HeraldDelivery", "HeraldSimulator", "HeraldTestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,12 @@
+#ifndef HERALD_COPENSSL_SHIM_H
+#define HERALD_COPENSSL_SHIM_H
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#endif

@@ -1,0 +1,115 @@
+/// JSON strings: the common case (no escapes) becomes a String straight from the line's bytes;
+/// escapes are decoded into the reused scratch buffer first.
+extension JSONCursor {
+    /// At the opening quote. Returns the unescaped text when `build`, else nil (still validated:
+    /// a string inside an array ends up in a `.json` field, so it must be valid UTF-8 too).
+    mutating func string(errorField: String, build: Bool) throws(Failure) -> String? {
+        let open = i
+        i += 1
+        let start = i
+        while i < n {
+            let b = p[i]
+            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { break }
+            i += 1
+        }
+        guard i < n else { throw fail("string is never closed", at: open) }
+        if p[i] == UInt8(ascii: "\"") {
+            let bytes = UnsafeBufferPointer(start: p + start, count: i - start)
+            i += 1
+            return try text(bytes, errorField: errorField, build: build)
+        }
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))
+        while true {
+            guard i < n else { throw fail("string is never closed", at: open) }
+            let b = p[i]
+            if b == UInt8(ascii: "\"") { i += 1; break }
+            if b < 0x20 { throw fail("unescaped control character \(Self.show(b)) in a string") }
+            if b != UInt8(ascii: "\\") { scratch.append(b); i += 1; continue }
+            try escape()
+        }
+        let decoded = scratch
+        return try decoded.withUnsafeBufferPointer { (bytes) throws(Failure) -> String? in
+            try text(bytes, errorField: errorField, build: build)
+        }
+    }
+
+    private func text(_ bytes: UnsafeBufferPointer<UInt8>, errorField: String, build: Bool) throws(Failure) -> String? {
+        if build {
+            guard let s = UTF8Text.string(bytes) else { throw .badUTF8(field: errorField, detail: UTF8Text.problem(bytes)) }
+            return s
+        }
+        if UTF8Text.firstInvalidOffset(bytes) != nil { throw .badUTF8(field: errorField, detail: UTF8Text.problem(bytes)) }
+        return nil
+    }
+
+    /// At a backslash: appends the escaped character's UTF-8 to `scratch`.
+    private mutating func escape() throws(Failure) {
+        let at = i
+        guard i + 1 < n else { throw fail("string is never closed", at: at) }
+        let e = p[i + 1]
+        i += 2
+        switch e {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scratch.append(e)
+        case UInt8(ascii: "b"): scratch.append(0x08)
+        case UInt8(ascii: "f"): scratch.append(0x0C)
+        case UInt8(ascii: "n"): scratch.append(0x0A)
+        case UInt8(ascii: "r"): scratch.append(0x0D)
+        case UInt8(ascii: "t"): scratch.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = try hex4(at: at)
+            if (0xD800...0xDBFF).contains(scalar) {
+                // A high surrogate must be followed by an escaped low one: "\ud83d\ude00" is 😀.
+                guard i + 1 < n, p[i] == UInt8(ascii: "\\"), p[i + 1] == UInt8(ascii: "u") else {
+                    throw fail("unpaired surrogate in \\u escape", at: at)
+                }
+                i += 2
+                let low = try hex4(at: at)
+                guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate in \\u escape", at: at) }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw fail("unpaired surrogate in \\u escape", at: at)
+            }
+            appendUTF8(scalar)
+        default:
+            throw fail("invalid escape \\\(Self.show(e))", at: at)
+        }
+    }
+
+    private mutating func hex4(at escapeStart: Int) throws(Failure) -> UInt32 {
+        guard i + 4 <= n else { throw fail("\\u escape needs 4 hex digits", at: escapeStart) }
+        var value: UInt32 = 0
+        for k in 0..<4 {
+            let b = p[i + k]
+            let digit: UInt8
+            switch b {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = b - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = b - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = b - UInt8(ascii: "A") + 10
+            default: throw fail("\\u escape needs 4 hex digits", at: escapeStart)
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        i += 4
+        return value
+    }
+
+    private mutating func appendUTF8(_ scalar: UInt32) {
+        switch scalar {
+        case 0..<0x80:
+            scratch.append(UInt8(scalar))
+        case 0x80..<0x800:
+            scratch.append(UInt8(0xC0 | scalar >> 6))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        case 0x800..<0x10000:
+            scratch.append(UInt8(0xE0 | scalar >> 12))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        default:
+            scratch.append(UInt8(0xF0 | scalar >> 18))
+            scratch.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            scratch.append(UInt8(0x80 | scalar & 0x3F))
+        }
+    }
+}

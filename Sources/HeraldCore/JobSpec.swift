@@ -1,0 +1,183 @@
+/// A validated campaign job: what `herald run` does. Parsed from YAML by HeraldJob; every path
+/// here is already resolved against the job file's directory.
+public struct JobSpec: Sendable {
+    public var jobFile: String
+    public var campaign: String
+    public var audience: AudienceSpec
+    public var apns: APNsSpec
+    public var push: PushSpec
+    public var throttle: ThrottleSpec
+    public var retry: RetrySpec
+    /// The campaign's SQLite state file; its directory is the state directory.
+    public var statePath: String
+    public var reports: ReportsSpec
+
+    public init(jobFile: String, campaign: String, audience: AudienceSpec, apns: APNsSpec, push: PushSpec,
+                throttle: ThrottleSpec, retry: RetrySpec, statePath: String, reports: ReportsSpec) {
+        self.jobFile = jobFile; self.campaign = campaign; self.audience = audience; self.apns = apns
+        self.push = push; self.throttle = throttle; self.retry = retry; self.statePath = statePath; self.reports = reports
+    }
+}
+
+public enum AudienceFormat: String, Sendable, CaseIterable { case auto, csv, ndjson }
+
+public struct AudienceFile: Sendable, Equatable {
+    /// As written in the job (what reports show).
+    public var name: String
+    /// Absolute or job-relative-resolved path (what is opened).
+    public var path: String
+    public init(name: String, path: String) { self.name = name; self.path = path }
+}
+
+public struct AudienceSpec: Sendable {
+    public var files: [AudienceFile]
+    public var format: AudienceFormat
+    public var tokenField: String
+    public var localeField: String?
+    public var idField: String?
+    public var delimiter: UInt8
+    public init(files: [AudienceFile], format: AudienceFormat = .auto, tokenField: String = "token",
+                localeField: String? = nil, idField: String? = nil, delimiter: UInt8 = UInt8(ascii: ",")) {
+        self.files = files; self.format = format; self.tokenField = tokenField
+        self.localeField = localeField; self.idField = idField; self.delimiter = delimiter
+    }
+}
+
+public enum APNsEndpoint: Sendable, Equatable {
+    case production, sandbox, simulator
+    case custom(String)
+
+    /// The base URL requests go to; nil for the in-process simulator (its port is chosen at run time).
+    public var baseURL: String? {
+        switch self {
+        case .production: return "https://api.push.apple.com"
+        case .sandbox: return "https://api.sandbox.push.apple.com"
+        case .simulator: return nil
+        case .custom(let url): return url
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .production: return "production"
+        case .sandbox: return "sandbox"
+        case .simulator: return "simulator"
+        case .custom(let url): return url
+        }
+    }
+}
+
+/// Where the .p8 key comes from. The key itself is never held in the spec.
+public enum KeySource: Sendable, Equatable {
+    case file(String)
+    case environment(String)
+}
+
+public struct TokenAuthSpec: Sendable, Equatable {
+    public var teamId: String
+    public var keyId: String
+    public var key: KeySource
+    public init(teamId: String, keyId: String, key: KeySource) { self.teamId = teamId; self.keyId = keyId; self.key = key }
+}
+
+public struct APNsSpec: Sendable {
+    public var endpoint: APNsEndpoint
+    public var caFile: String?
+    public var topic: String
+    /// Token auth. Nil only with `endpoint: simulator`, where herald makes a key at run time.
+    public var auth: TokenAuthSpec?
+    public var connections: Int
+    public var streamsPerConnection: Int
+    /// Answers the in-process simulator gives (`endpoint: simulator` only), for rehearsals and demos.
+    public var simulator = SimulatorRules()
+    public init(endpoint: APNsEndpoint, caFile: String? = nil, topic: String, auth: TokenAuthSpec?,
+                connections: Int = 1, streamsPerConnection: Int = 500) {
+        self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth
+        self.connections = connections; self.streamsPerConnection = streamsPerConnection
+    }
+}
+
+public enum MissingFieldPolicy: String, Sendable, CaseIterable {
+    case error, empty
+    case skipRecipient = "skip_recipient"
+}
+
+public enum OversizePolicy: String, Sendable, CaseIterable {
+    case error
+    case truncateBody = "truncate_body"
+}
+
+public enum CollapseIdPolicy: Sendable, Equatable {
+    /// Derived from the campaign, so a resend after an ambiguous failure replaces, not duplicates.
+    case auto
+    case none
+    case fixed(String)
+}
+
+public enum ExpirationSpec: Sendable, Equatable {
+    /// Header absent: Apple's storage policy applies.
+    case unset
+    /// `0`: attempt once, do not store.
+    case immediate
+    /// Seconds from the moment of sending.
+    case relative(Int)
+    /// An absolute UNIX time.
+    case absolute(Int)
+}
+
+public struct PushSpec: Sendable {
+    public var type: PushType
+    public var priority: Int
+    public var template: JSONValue
+    /// Locale variants in the order written; chosen by the locale field with fallback (`fr-CA` → `fr` → default).
+    public var locales: [(locale: String, template: JSONValue)]
+    public var missingField: MissingFieldPolicy
+    public var oversize: OversizePolicy
+    public var collapseId: CollapseIdPolicy
+    public var expiration: ExpirationSpec
+    public init(type: PushType, priority: Int, template: JSONValue, locales: [(locale: String, template: JSONValue)] = [],
+                missingField: MissingFieldPolicy = .error, oversize: OversizePolicy = .error,
+                collapseId: CollapseIdPolicy = .auto, expiration: ExpirationSpec = .unset) {
+        self.type = type; self.priority = priority; self.template = template; self.locales = locales
+        self.missingField = missingField; self.oversize = oversize; self.collapseId = collapseId; self.expiration = expiration
+    }
+}
+
+public enum SilentOverBudget: String, Sendable, CaseIterable { case skip, `defer` }
+
+public struct ThrottleSpec: Sendable, Equatable {
+    /// Pushes per second over all connections; 0 means unlimited.
+    public var rate: Double
+    public var silentRate: Double
+    public var silentPerDevicePerHour: Int
+    public var silentOverBudget: SilentOverBudget
+    public init(rate: Double = 0, silentRate: Double = 50, silentPerDevicePerHour: Int = 2, silentOverBudget: SilentOverBudget = .skip) {
+        self.rate = rate; self.silentRate = silentRate; self.silentPerDevicePerHour = silentPerDevicePerHour; self.silentOverBudget = silentOverBudget
+    }
+}
+
+public struct RetrySpec: Sendable, Equatable {
+    public var maxAttempts: Int
+    /// Seconds after which a still-retryable recipient becomes failed with reason `gave_up`.
+    public var giveUpAfter: Int
+    public init(maxAttempts: Int = 5, giveUpAfter: Int = 86_400) { self.maxAttempts = maxAttempts; self.giveUpAfter = giveUpAfter }
+}
+
+public struct ReportsSpec: Sendable, Equatable {
+    public var dir: String
+    public var compress: Bool
+    public init(dir: String, compress: Bool = false) { self.dir = dir; self.compress = compress }
+}
+
+/// Job key `apns.simulator`: token rules for the in-process simulator.
+public struct SimulatorRules: Sendable, Equatable {
+    /// Token hex prefixes answered 410 Unregistered.
+    public var unregisteredPrefixes: [String] = []
+    /// Token hex prefixes answered 400 BadDeviceToken.
+    public var badTokenPrefixes: [String] = []
+    /// NDJSON request log of the simulator.
+    public var logPath: String?
+    public init(unregisteredPrefixes: [String] = [], badTokenPrefixes: [String] = [], logPath: String? = nil) {
+        self.unregisteredPrefixes = unregisteredPrefixes; self.badTokenPrefixes = badTokenPrefixes; self.logPath = logPath
+    }
+}

@@ -1,0 +1,131 @@
+internal import CCurl
+import Foundation
+import HeraldCore
+
+/// Settings for one connection to APNs.
+public struct ConnectionSettings: Sendable {
+    /// `https://host[:port]`, no trailing slash.
+    public var baseURL: String
+    public var trust: TLSTrust
+    /// Requests in flight on this connection (HTTP/2 streams).
+    public var maxStreams: Int
+    public var connectTimeoutMs: Int
+    public var requestTimeoutMs: Int
+
+    public init(baseURL: String, trust: TLSTrust, maxStreams: Int = 100, connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000) {
+        self.baseURL = baseURL; self.trust = trust; self.maxStreams = maxStreams
+        self.connectTimeoutMs = connectTimeoutMs; self.requestTimeoutMs = requestTimeoutMs
+    }
+}
+
+/// One HTTP/2 connection driven by one libcurl multi handle, with a pool of reusable easy handles.
+/// Used from one thread at a time (the sender gives each connection its own Dispatch queue).
+public final class APNsConnection {
+    let settings: ConnectionSettings
+    private let multi: CurlMulti
+    private var easies: [CurlEasy] = []
+    private var free: [Int] = []
+
+    public init(settings: ConnectionSettings) throws(DeliveryError) {
+        self.settings = settings
+        self.multi = try CurlMulti(maxStreams: settings.maxStreams)
+    }
+
+    private func easy() throws(DeliveryError) -> Int {
+        if let i = free.popLast() { return i }
+        let slot = easies.count
+        easies.append(try CurlEasy(slot: slot, tls: settings.trust, connectTimeoutMs: settings.connectTimeoutMs,
+                                   requestTimeoutMs: settings.requestTimeoutMs))
+        return slot
+    }
+
+    /// Sends every request, up to `maxStreams` at once, and returns one result per request.
+    /// `authorization` is the provider token (nil for certificate auth); it goes only into the
+    /// request header, never into an error or a log.
+    public func send(_ requests: [PushRequest], authorization: String?) throws(DeliveryError) -> [PushResult] {
+        var results: [PushResult] = []
+        results.reserveCapacity(requests.count)
+        var next = 0
+        var active = 0
+        let auth = authorization.map { "authorization: bearer \($0)" }
+        while next < requests.count || active > 0 {
+            while active < settings.maxStreams && next < requests.count {
+                let slot = try easy()
+                let e = easies[slot]
+                let r = requests[next]
+                try e.prepare(url: "\(settings.baseURL)/3/device/\(r.token.hex)", payload: r.payload, headerLines: headerLines(r, auth))
+                e.requestIndex = next
+                e.startedAt = DispatchTime.now().uptimeNanoseconds
+                try curlCheck(curl_multi_add_handle(multi.handle, e.handle), "add request")
+                next += 1
+                active += 1
+            }
+            var running: Int32 = 0
+            try curlCheck(curl_multi_perform(multi.handle, &running), "perform transfers")
+            var left: Int32 = 0
+            while let msg = curl_multi_info_read(multi.handle, &left) {
+                guard msg.pointee.msg == CURLMSG_DONE, let h = msg.pointee.easy_handle else { continue }
+                let code = msg.pointee.data.result
+                var priv: UnsafeMutableRawPointer?
+                _ = herald_easy_getinfo_ptr(h, CURLINFO_PRIVATE, &priv)
+                let slot = Int(bitPattern: priv) - 1
+                let e = easies[slot]
+                results.append(result(for: e, code: code))
+                _ = curl_multi_remove_handle(multi.handle, h)
+                free.append(slot)
+                active -= 1
+            }
+            if active > 0 {
+                try curlCheck(curl_multi_poll(multi.handle, nil, 0, 100, nil), "wait for the network")
+            }
+        }
+        return results
+    }
+
+    private func headerLines(_ r: PushRequest, _ auth: String?) -> [String] {
+        var lines: [String] = []
+        lines.reserveCapacity(9)
+        if let auth { lines.append(auth) }
+        lines.append("apns-topic: \(r.topic)")
+        lines.append("apns-push-type: \(r.pushType.rawValue)")
+        lines.append("apns-priority: \(r.priority)")
+        lines.append("apns-id: \(r.apnsId)")
+        if let c = r.collapseId { lines.append("apns-collapse-id: \(c)") }
+        if let x = r.expiration { lines.append("apns-expiration: \(x)") }
+        lines.append("content-type: application/json")
+        // libcurl would otherwise add "Expect: 100-continue" to larger bodies.
+        lines.append("Expect:")
+        lines.append("Accept:")
+        return lines
+    }
+
+    private func result(for e: CurlEasy, code: CURLcode) -> PushResult {
+        let latency = Int((DispatchTime.now().uptimeNanoseconds - e.startedAt) / 1_000_000)
+        let version = e.httpVersion
+        guard code == CURLE_OK else {
+            var text = e.errorText
+            if text.isEmpty { text = String(cString: curl_easy_strerror(code)) }
+            return PushResult(index: e.requestIndex, outcome: .transportFailure("curl error \(code.rawValue): \(text)"),
+                              latencyMs: latency, httpVersion: version)
+        }
+        let status = e.responseCode
+        let apnsId = e.buffers.pointee.apnsId.isEmpty ? nil : String(decoding: e.buffers.pointee.apnsId, as: UTF8.self)
+        var reason: APNsReason?
+        var timestamp: Int64?
+        if status != 200, let body = ResponseBody.parse(e.buffers.pointee.body) {
+            reason = body.reason.map { APNsReason($0) }
+            timestamp = body.timestamp
+        }
+        return PushResult(index: e.requestIndex, outcome: .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp),
+                          latencyMs: latency, httpVersion: version)
+    }
+}
+
+/// APNs error bodies: `{"reason":"…"}`, plus `"timestamp"` (ms) on 410.
+enum ResponseBody {
+    struct Parsed: Decodable { var reason: String?; var timestamp: Int64? }
+    static func parse(_ bytes: [UInt8]) -> Parsed? {
+        guard !bytes.isEmpty else { return nil }
+        return try? JSONDecoder().decode(Parsed.self, from: Data(bytes))
+    }
+}

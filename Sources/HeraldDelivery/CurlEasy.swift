@@ -1,0 +1,140 @@
+internal import CCurl
+import Foundation
+
+/// What libcurl's callbacks write into for one in-flight request. Manually allocated and handed to
+/// the C callbacks as a raw pointer (LIBCURL.md: Unmanaged and String building in callbacks cost +16 %).
+struct TransferBuffers {
+    var body: [UInt8] = []
+    var apnsId: [UInt8] = []
+
+    mutating func reset() { body.removeAll(keepingCapacity: true); apnsId.removeAll(keepingCapacity: true) }
+}
+
+/// One reusable easy handle with its buffers and header list. Set up once; per request only the URL,
+/// the body and the per-request headers change.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+    let buffers: UnsafeMutablePointer<TransferBuffers>
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    /// The request header list, owned here until the next request replaces it.
+    var headers: UnsafeMutablePointer<curl_slist>?
+    var startedAt: UInt64 = 0
+    var requestIndex = -1
+
+    init(slot: Int, tls: TLSTrust, connectTimeoutMs: Int, requestTimeoutMs: Int) throws(DeliveryError) {
+        guard let h = curl_easy_init() else { throw .curl(operation: "curl_easy_init", code: -1, message: "out of memory") }
+        handle = h
+        buffers = .allocate(capacity: 1)
+        buffers.initialize(to: TransferBuffers())
+        errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS)), "set HTTP/2")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_PIPEWAIT, 1), "set pipewait")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_NOSIGNAL, 1), "set nosignal")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_NODELAY, 1), "set TCP_NODELAY")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPALIVE, 1), "set TCP keepalive")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2)), "require TLS 1.2+")
+        // Peer verification is always on: trust is extended with a CA, never by turning it off.
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1), "verify peer")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verify host")
+        try tls.apply(to: h)
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMs), "set connect timeout")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, requestTimeoutMs), "set request timeout")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_POST, 1), "set POST")
+        try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, errorBuffer), "set error buffer")
+        try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_PRIVATE, UnsafeMutableRawPointer(bitPattern: slot + 1)), "set private")
+        try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_WRITEFUNCTION, curlBodyCallback), "set write callback")
+        try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_WRITEDATA, UnsafeMutableRawPointer(buffers)), "set write data")
+        try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_HEADERFUNCTION, curlHeaderCallback), "set header callback")
+        try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_HEADERDATA, UnsafeMutableRawPointer(buffers)), "set header data")
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        if let headers { curl_slist_free_all(headers) }
+        buffers.deinitialize(count: 1)
+        buffers.deallocate()
+        errorBuffer.deallocate()
+    }
+
+    /// Points the handle at one request. The body is copied by libcurl (COPYPOSTFIELDS), so the
+    /// caller's array need not outlive the transfer.
+    func prepare(url: String, payload: [UInt8], headerLines: [String]) throws(DeliveryError) {
+        buffers.pointee.reset()
+        errorBuffer[0] = 0
+        if let headers { curl_slist_free_all(headers) }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for line in headerLines {
+            guard let next = curl_slist_append(list, line) else {
+                if let list { curl_slist_free_all(list) }
+                throw .curl(operation: "build headers", code: -1, message: "out of memory")
+            }
+            list = next
+        }
+        headers = list
+        try curlCheck(herald_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list), "set headers")
+        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_URL, url), "set URL")
+        try curlCheck(herald_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(payload.count)), "set body size")
+        let code = payload.withUnsafeBufferPointer { buf in
+            herald_easy_setopt_ptr(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: buf.baseAddress))
+        }
+        try curlCheck(code, "set body")
+    }
+
+    var responseCode: Int {
+        var code = 0
+        _ = herald_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    var httpVersion: Int {
+        var v = 0
+        _ = herald_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &v)
+        switch v {
+        case Int(CURL_HTTP_VERSION_2_0): return 20
+        case Int(CURL_HTTP_VERSION_1_1): return 11
+        case Int(CURL_HTTP_VERSION_1_0): return 10
+        default: return v
+        }
+    }
+
+    var errorText: String {
+        let s = String(cString: errorBuffer)
+        return s
+    }
+}
+
+/// Response body: kept up to 8 KiB (APNs error bodies are tiny; anything larger is not APNs).
+private let curlBodyCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { ptr, size, count, user in
+    let n = size * count
+    guard let ptr, let user else { return n }
+    let buffers = user.assumingMemoryBound(to: TransferBuffers.self)
+    if buffers.pointee.body.count < 8192 {
+        ptr.withMemoryRebound(to: UInt8.self, capacity: n) { p in
+            buffers.pointee.body.append(contentsOf: UnsafeBufferPointer(start: p, count: min(n, 8192 - buffers.pointee.body.count)))
+        }
+    }
+    return n
+}
+
+/// Response headers, parsed as bytes (in Swift "\r\n" is one Character, so text trimming keeps the \r).
+private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { ptr, size, count, user in
+    let n = size * count
+    guard let ptr, let user else { return n }
+    let name: [UInt8] = Array("apns-id:".utf8)
+    guard n > name.count else { return n }
+    ptr.withMemoryRebound(to: UInt8.self, capacity: n) { p in
+        for i in 0..<name.count {
+            var b = p[i]
+            if b >= 0x41 && b <= 0x5A { b += 32 }
+            if b != name[i] { return }
+        }
+        var start = name.count
+        var end = n
+        while start < end, p[start] == 0x20 || p[start] == 0x09 { start += 1 }
+        while end > start, p[end - 1] == 0x0D || p[end - 1] == 0x0A || p[end - 1] == 0x20 { end -= 1 }
+        let buffers = user.assumingMemoryBound(to: TransferBuffers.self)
+        buffers.pointee.apnsId = Array(UnsafeBufferPointer(start: p + start, count: end - start))
+    }
+    return n
+}

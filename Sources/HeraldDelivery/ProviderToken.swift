@@ -1,0 +1,88 @@
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// The APNs provider token (JWT, ES256), shared by every connection of a campaign.
+///
+/// Apple: refresh "no more than once every 20 minutes and no less than once every 60 minutes";
+/// a token older than an hour gets 403 ExpiredProviderToken, and re-signing more often than every
+/// 20 minutes gets 429 TooManyProviderTokenUpdates. So one token is reused and re-signed when it
+/// reaches `refreshAge` (50 minutes, as pushy, apns2 and APNSwift do).
+public final class ProviderToken: Sendable {
+    public static let refreshAge: TimeInterval = 50 * 60
+
+    private let key: ES256Key
+    private let teamId: String
+    private let keyId: String
+    private let clock: @Sendable () -> Date
+    private let cached = Mutex<(jwt: String, issuedAt: Date)?>(nil)
+    private let signCount = Atomic<Int>(0)
+
+    /// Loads the key from where the job says. The key text is never kept beyond OpenSSL's handle.
+    public convenience init(auth: TokenAuthSpec, environment: [String: String] = ProcessInfo.processInfo.environment) throws(DeliveryError) {
+        let pem: String
+        let source: String
+        switch auth.key {
+        case .file(let path):
+            source = path
+            do { pem = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw .keyUnreadable(path: path, why: (error as NSError).localizedFailureReason ?? "read failed")
+            }
+        case .environment(let name):
+            source = "from $\(name)"
+            guard let v = environment[name], !v.isEmpty else { throw .keyEnvironmentMissing(variable: name) }
+            pem = v
+        }
+        try self.init(privateKeyPEM: pem, source: source, teamId: auth.teamId, keyId: auth.keyId)
+    }
+
+    public init(privateKeyPEM: String, source: String, teamId: String, keyId: String,
+                clock: @escaping @Sendable () -> Date = { Date() }) throws(DeliveryError) {
+        self.key = try ES256Key(pem: privateKeyPEM, source: source)
+        self.teamId = teamId
+        self.keyId = keyId
+        self.clock = clock
+    }
+
+    /// How many JWTs were signed so far (a summary figure; a test asserts reuse).
+    public var signedCount: Int { signCount.load(ordering: .relaxed) }
+
+    /// The current JWT, re-signed only once it is `refreshAge` old.
+    public func current() throws(DeliveryError) -> String {
+        let now = clock()
+        if let c = cached.withLock({ $0 }), now.timeIntervalSince(c.issuedAt) < Self.refreshAge, now >= c.issuedAt {
+            return c.jwt
+        }
+        let jwt = try sign(issuedAt: now)
+        cached.withLock { $0 = (jwt, now) }
+        return jwt
+    }
+
+    /// Drops the cached token (after ExpiredProviderToken) so the next call signs a new one.
+    public func invalidate() { cached.withLock { $0 = nil } }
+
+    func sign(issuedAt: Date) throws(DeliveryError) -> String {
+        let header = #"{"alg":"ES256","kid":"\#(keyId)"}"#
+        let claims = #"{"iss":"\#(teamId)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#
+        let signingInput = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let signature = try key.sign(Array(signingInput.utf8))
+        signCount.add(1, ordering: .relaxed)
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+}
+
+/// base64url without padding (RFC 7515 §2).
+public enum Base64URL {
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var s = Data(bytes).base64EncodedString()
+        s = s.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
+    }
+
+    public static func decode(_ text: String) -> [UInt8]? {
+        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while s.count % 4 != 0 { s += "=" }
+        return Data(base64Encoded: s).map { Array($0) }
+    }
+}

@@ -1,0 +1,38 @@
+import HeraldCore
+
+/// One notification ready to leave: everything the request needs, nothing it doesn't.
+public struct PushRequest: Sendable {
+    public var token: DeviceToken
+    public var payload: [UInt8]
+    /// Deterministic per recipient, reused on every attempt, so a resend is recognisably the same notification.
+    public var apnsId: String
+    public var topic: String
+    public var pushType: PushType
+    public var priority: Int
+    public var collapseId: String?
+    /// UNIX seconds for `apns-expiration`, or nil to leave the header out.
+    public var expiration: Int?
+
+    public init(token: DeviceToken, payload: [UInt8], apnsId: String, topic: String, pushType: PushType,
+                priority: Int, collapseId: String? = nil, expiration: Int? = nil) {
+        self.token = token; self.payload = payload; self.apnsId = apnsId; self.topic = topic
+        self.pushType = pushType; self.priority = priority; self.collapseId = collapseId; self.expiration = expiration
+    }
+}
+
+/// What came back for one request.
+public enum PushOutcome: Sendable, Equatable {
+    /// APNs answered. `timestamp` is the 410 body's milliseconds since the epoch.
+    case answered(status: Int, apnsId: String?, reason: APNsReason?, timestamp: Int64?)
+    /// No answer: connect failure, TLS failure, reset, timeout. Outcome unknown; resend with the same apns-id.
+    case transportFailure(String)
+}
+
+public struct PushResult: Sendable {
+    /// Index of the request in the batch it was sent in.
+    public var index: Int
+    public var outcome: PushOutcome
+    public var latencyMs: Int
+    /// The HTTP version libcurl negotiated (20 for HTTP/2), for tests and diagnostics.
+    public var httpVersion: Int
+}

@@ -1,0 +1,221 @@
+import Foundation
+import HeraldCore
+import Yams
+
+extension Context {
+    func parseAudience(_ m: inout YAMLMapping) throws(JobError) -> AudienceSpec {
+        guard let (filesNode, filesLine) = m.node("files") else { throw m.error("files", "is required") }
+        var names: [String] = []
+        switch filesNode {
+        case .scalar(let s): names = [s.string]
+        case .sequence(let seq):
+            for item in seq {
+                guard case .scalar(let s) = item else { throw JobError(file: file, line: item.mark?.line, "audience.files entries must be file paths") }
+                names.append(s.string)
+            }
+        default: throw JobError(file: file, line: filesLine, "audience.files must be a path or a list of paths")
+        }
+        if names.isEmpty { throw JobError(file: file, line: filesLine, "audience.files lists no file") }
+        var files: [AudienceFile] = []
+        for name in names {
+            let path = resolve(name)
+            var isDir: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else {
+                throw JobError(file: file, line: filesLine, "audience file not found: \(name) (looked for \(path))")
+            }
+            files.append(AudienceFile(name: name, path: path))
+        }
+        var spec = AudienceSpec(files: files)
+        spec.format = try m.choice("format", AudienceFormat.self) ?? .auto
+        spec.tokenField = try m.string("token_field") ?? "token"
+        spec.localeField = try m.string("locale_field")
+        spec.idField = try m.string("id_field")
+        if let d = try m.string("delimiter") {
+            switch d {
+            case ",": spec.delimiter = UInt8(ascii: ",")
+            case ";": spec.delimiter = UInt8(ascii: ";")
+            case "\t", "tab", "\\t": spec.delimiter = UInt8(ascii: "\t")
+            default: throw m.error("delimiter", "must be \",\", \";\" or \"tab\", not \"\(d)\"")
+            }
+        }
+        for later in ["prescan", "max_invalid_rows", "registered_at_field"] where m.has(later) {
+            throw m.error(later, "is not supported yet")
+        }
+        try m.finish(known: ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows", "registered_at_field"])
+        return spec
+    }
+
+    func parseAPNs(_ m: inout YAMLMapping, overrides: JobOverrides) throws(JobError) -> APNsSpec {
+        let written = try m.string("endpoint")
+        let endpointText = overrides.endpoint ?? written ?? "production"
+        let endpoint: APNsEndpoint
+        switch endpointText {
+        case "production": endpoint = .production
+        case "sandbox": endpoint = .sandbox
+        case "simulator": endpoint = .simulator
+        default:
+            guard let url = URL(string: endpointText), url.scheme == "https", url.host != nil, url.path.isEmpty || url.path == "/" else {
+                throw m.error("endpoint", "must be production, sandbox, simulator or an https://host:port URL, not \"\(endpointText)\"")
+            }
+            endpoint = .custom(endpointText.hasSuffix("/") ? String(endpointText.dropLast()) : endpointText)
+        }
+        var caFile = try m.string("ca_file").map(resolve)
+        if let o = overrides.caFile { caFile = URL(fileURLWithPath: o).standardizedFileURL.path }
+        if let ca = caFile, !FileManager.default.isReadableFile(atPath: ca) {
+            throw m.error("ca_file", "names a file that does not exist or cannot be read: \(ca)")
+        }
+        let topic = try m.requiredString("topic")
+        var auth: TokenAuthSpec?
+        if var a = try m.mapping("auth") {
+            let team = try a.requiredString("team_id")
+            let kid = try a.requiredString("key_id")
+            for (k, v) in [("team_id", team), ("key_id", kid)] where v.count != 10 || !v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+                throw a.error(k, "must be Apple's 10-character identifier, not \"\(v)\"")
+            }
+            let keyFile = try a.string("key_file")
+            let keyEnv = try a.string("key_env")
+            let source: KeySource
+            switch (keyFile, keyEnv) {
+            case (let f?, nil):
+                let path = resolve(f)
+                guard FileManager.default.fileExists(atPath: path) else {
+                    throw a.error("key_file", "names a key file that does not exist: \(f) (looked for \(path))")
+                }
+                source = .file(path)
+            case (nil, let e?): source = .environment(e)
+            case (nil, nil): throw JobError(file: file, line: a.line, "apns.auth needs key_file or key_env")
+            default: throw JobError(file: file, line: a.line, "apns.auth takes key_file or key_env, not both")
+            }
+            try a.finish(known: ["team_id", "key_id", "key_file", "key_env"])
+            auth = TokenAuthSpec(teamId: team, keyId: kid, key: source)
+        }
+        if m.has("certificate") { throw m.error("certificate", "(certificate authentication) is not supported yet: use auth with a .p8 key") }
+        if m.has("proxy") { throw m.error("proxy", "is not supported yet") }
+        if auth == nil && endpoint != .simulator {
+            throw JobError(file: file, line: m.line, "apns.auth is required for endpoint \(endpoint.name)")
+        }
+        var rules = SimulatorRules()
+        if var sm = try m.mapping("simulator") {
+            guard endpoint == .simulator else { throw m.error("simulator", "applies only with endpoint: simulator") }
+            rules.unregisteredPrefixes = try sm.hexPrefixes("unregistered_prefixes")
+            rules.badTokenPrefixes = try sm.hexPrefixes("bad_token_prefixes")
+            rules.logPath = try sm.string("log").map(resolve)
+            try sm.finish(known: ["unregistered_prefixes", "bad_token_prefixes", "log"])
+        }
+        let connections = try m.int("connections", range: 1...64) ?? 1
+        let streams = try m.int("streams_per_connection", range: 1...1000) ?? 500
+        try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator"])
+        var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
+        spec.simulator = rules
+        return spec
+    }
+
+    func parsePush(_ m: inout YAMLMapping) throws(JobError) -> PushSpec {
+        let type = try m.choice("type", PushType.self) ?? .alert
+        let priority = try m.int("priority", range: 1...10) ?? (type == .background ? 5 : 10)
+        guard [1, 5, 10].contains(priority) else { throw m.error("priority", "must be 1, 5 or 10, not \(priority)") }
+        if type == .background && priority != 5 {
+            throw m.error("priority", "must be 5 for background pushes (Apple: priority 10 is an error for background)")
+        }
+        var template: JSONValue
+        switch (m.has("template"), m.has("template_file")) {
+        case (true, true): throw JobError(file: file, line: m.line, "push takes template or template_file, not both")
+        case (false, false): throw JobError(file: file, line: m.line, "push.template or push.template_file is required")
+        case (true, false):
+            let (n, _) = m.node("template")!
+            template = try jsonValue(n, path: "push.template")
+        case (false, true):
+            let name = try m.requiredString("template_file")
+            template = try loadTemplateFile(name, line: m.line)
+        }
+        var locales: [(locale: String, template: JSONValue)] = []
+        if let (n, l) = m.node("locales") {
+            guard case .mapping(let lm) = n else { throw JobError(file: file, line: l, "push.locales must map a locale to a template") }
+            for (k, v) in lm {
+                guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "push.locales keys must be locale codes") }
+                locales.append((ks.string, try jsonValue(v, path: "push.locales.\(ks.string)")))
+            }
+        }
+        let missing = try m.choice("missing_field", MissingFieldPolicy.self) ?? .error
+        let oversize = try m.choice("oversize", OversizePolicy.self) ?? .error
+        var collapse = CollapseIdPolicy.auto
+        if let c = try m.string("collapse_id") {
+            switch c {
+            case "auto": collapse = .auto
+            case "none": collapse = .none
+            default:
+                guard c.utf8.count <= 64 else { throw m.error("collapse_id", "must be at most 64 bytes (Apple: BadCollapseId)") }
+                collapse = .fixed(c)
+            }
+        }
+        var expiration = ExpirationSpec.unset
+        if let e = try m.string("expiration") {
+            if e == "0" { expiration = .immediate }
+            else if let secs = DurationText.seconds(e) { expiration = .relative(secs) }
+            else if let date = ISO8601DateFormatter().date(from: e) { expiration = .absolute(Int(date.timeIntervalSince1970)) }
+            else { throw m.error("expiration", "must be 0, a duration (3600, 1h) or a UTC time like 2026-12-01T00:00:00Z, not \"\(e)\"") }
+        }
+        try m.finish(known: ["type", "priority", "template", "template_file", "locales", "missing_field", "oversize", "collapse_id", "expiration"])
+        return PushSpec(type: type, priority: priority, template: template, locales: locales, missingField: missing,
+                        oversize: oversize, collapseId: collapse, expiration: expiration)
+    }
+
+    func parseThrottle(_ m: inout YAMLMapping) throws(JobError) -> ThrottleSpec {
+        var t = ThrottleSpec()
+        t.rate = try m.double("rate", min: 0) ?? t.rate
+        t.silentRate = try m.double("silent_rate", min: 0) ?? t.silentRate
+        t.silentPerDevicePerHour = try m.int("silent_per_device_per_hour", range: 0...100) ?? t.silentPerDevicePerHour
+        t.silentOverBudget = try m.choice("silent_over_budget", SilentOverBudget.self) ?? t.silentOverBudget
+        if m.has("deadline") { throw m.error("deadline", "is not supported yet") }
+        try m.finish(known: ["rate", "silent_rate", "silent_per_device_per_hour", "silent_over_budget", "deadline"])
+        return t
+    }
+
+    /// A template file is JSON (or YAML, of which JSON is a subset); parsed with Yams so key order is kept.
+    func loadTemplateFile(_ name: String, line: Int?) throws(JobError) -> JSONValue {
+        let path = resolve(name)
+        guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
+            throw JobError(file: file, line: line, "push.template_file not found or unreadable: \(name) (looked for \(path))")
+        }
+        do {
+            guard let node = try Yams.compose(yaml: text) else { throw JobError(file: name, line: nil, "template file is empty") }
+            return try Context(file: name, baseDir: baseDir).jsonValue(node, path: "template")
+        } catch let e as JobError {
+            throw e
+        } catch {
+            throw JobError(file: name, line: JobLoader.line(of: error), "template is not valid JSON: \(JobLoader.summary(of: error))")
+        }
+    }
+
+    /// YAML node → ordered JSON. Quoted scalars stay strings; plain ones resolve by YAML's tags.
+    func jsonValue(_ node: Node, path: String) throws(JobError) -> JSONValue {
+        switch node {
+        case .scalar(let s):
+            if s.style != .plain { return .string(s.string) }
+            switch Tag.Name(rawValue: s.tag.rawValue) {
+            case .null: return .null
+            case .bool: return .bool(node.bool ?? false)
+            case .int:
+                guard let i = node.int else { return .string(s.string) }
+                return .number(String(i))
+            case .float:
+                guard let d = node.float, d.isFinite else { throw JobError(file: file, line: s.mark?.line, "\(path): \(s.string) is not a JSON number") }
+                return .number(s.string.allSatisfy({ "0123456789.-+eE".contains($0) }) ? s.string : String(d))
+            default: return .string(s.string)
+            }
+        case .sequence(let seq):
+            var items: [JSONValue] = []
+            for (i, item) in seq.enumerated() { items.append(try jsonValue(item, path: "\(path)[\(i)]")) }
+            return .array(items)
+        case .mapping(let map):
+            var members: [JSONValue.Member] = []
+            for (k, v) in map {
+                guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "\(path): keys must be text") }
+                members.append(JSONValue.Member(ks.string, try jsonValue(v, path: "\(path).\(ks.string)")))
+            }
+            return .object(members)
+        case .alias:
+            throw JobError(file: file, line: node.mark?.line, "\(path): YAML aliases are not supported in templates")
+        }
+    }
+}

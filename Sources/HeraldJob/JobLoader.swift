@@ -1,0 +1,122 @@
+import Foundation
+import HeraldCore
+import Yams
+
+/// Command-line overrides, so one job can be rehearsed against a simulator.
+public struct JobOverrides: Sendable {
+    public var statePath: String?
+    public var reportsDir: String?
+    public var endpoint: String?
+    public var caFile: String?
+    public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil) {
+        self.statePath = statePath; self.reportsDir = reportsDir; self.endpoint = endpoint; self.caFile = caFile
+    }
+}
+
+/// Reads a job file into a `JobSpec`. Relative paths resolve against the job file's own
+/// directory (as docker-compose does), so cron can run a job from any working directory.
+public enum JobLoader {
+    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports"]
+
+    public static func load(path: String, overrides: JobOverrides = JobOverrides()) throws(JobError) -> JobSpec {
+        let jobURL = URL(fileURLWithPath: path).standardizedFileURL
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: jobURL.path, isDirectory: &isDir), !isDir.boolValue else {
+            throw JobError(file: path, line: nil, "job file not found")
+        }
+        guard let data = FileManager.default.contents(atPath: jobURL.path) else {
+            throw JobError(file: path, line: nil, "job file cannot be read (permission denied?)")
+        }
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw JobError(file: path, line: nil, "job file is not UTF-8 text")
+        }
+        let root: Node
+        do {
+            guard let n = try Yams.compose(yaml: text) else { throw JobError(file: path, line: nil, "job file is empty") }
+            root = n
+        } catch let e as JobError {
+            throw e
+        } catch {
+            throw JobError(file: path, line: Self.line(of: error), "not valid YAML: \(Self.summary(of: error))")
+        }
+        let ctx = Context(file: path, baseDir: jobURL.deletingLastPathComponent())
+        return try ctx.parse(root, jobFile: jobURL.path, overrides: overrides)
+    }
+
+    static func line(of error: Error) -> Int? {
+        if let y = error as? YamlError {
+            switch y {
+            case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): return mark.line
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    static func summary(of error: Error) -> String {
+        if let y = error as? YamlError {
+            switch y {
+            case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _): return problem
+            default: break
+            }
+        }
+        return String(describing: error).split(separator: "\n").first.map(String.init) ?? "parse error"
+    }
+}
+
+struct Context {
+    let file: String
+    let baseDir: URL
+
+    func resolve(_ p: String) -> String {
+        let expanded = (p as NSString).expandingTildeInPath
+        if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL.path }
+        return baseDir.appendingPathComponent(expanded).standardizedFileURL.path
+    }
+
+    func parse(_ root: Node, jobFile: String, overrides: JobOverrides) throws(JobError) -> JobSpec {
+        var top = try YAMLMapping(root, path: "", file: file)
+        let campaign = try top.requiredString("campaign")
+        guard campaign.utf8.allSatisfy({ isNameByte($0) }), campaign.first != "." else {
+            throw top.error("campaign", "may contain only letters, digits, '.', '_' and '-' (it names files), not \"\(campaign)\"")
+        }
+        guard var audienceMap = try top.mapping("audience") else { throw JobError(file: file, line: nil, "audience is required") }
+        let audience = try parseAudience(&audienceMap)
+        guard var apnsMap = try top.mapping("apns") else { throw JobError(file: file, line: nil, "apns is required") }
+        let apns = try parseAPNs(&apnsMap, overrides: overrides)
+        guard var pushMap = try top.mapping("push") else { throw JobError(file: file, line: nil, "push is required") }
+        let push = try parsePush(&pushMap)
+        var throttle = ThrottleSpec()
+        if var t = try top.mapping("throttle") { throttle = try parseThrottle(&t) }
+        var retry = RetrySpec()
+        if var r = try top.mapping("retry") {
+            retry.maxAttempts = try r.int("max_attempts", range: 1...100) ?? retry.maxAttempts
+            retry.giveUpAfter = try r.duration("give_up_after") ?? retry.giveUpAfter
+            try r.finish(known: ["max_attempts", "give_up_after"])
+        }
+        // Defaults: state/<campaign>.sqlite and reports/<campaign>/ beside the jobs folder.
+        let besideJobs = baseDir.deletingLastPathComponent()
+        var statePath = besideJobs.appendingPathComponent("state/\(campaign).sqlite").standardizedFileURL.path
+        if let s = try top.string("state") { statePath = resolve(s) }
+        var reports = ReportsSpec(dir: besideJobs.appendingPathComponent("reports/\(campaign)").standardizedFileURL.path)
+        if let (n, l) = top.node("reports") {
+            if case .scalar(let s) = n { reports.dir = resolve(s.string) } else {
+                var m = try YAMLMapping(n, path: "reports", file: file)
+                if let d = try m.string("dir") { reports.dir = resolve(d) }
+                if try m.bool("compress") == true {
+                    throw JobError(file: file, line: l, "reports.compress: true is not supported yet")
+                }
+                try m.finish(known: ["dir", "compress"])
+            }
+        }
+        try top.finish(known: JobLoader.topKeys)
+        if let s = overrides.statePath { statePath = URL(fileURLWithPath: s).standardizedFileURL.path }
+        if let r = overrides.reportsDir { reports.dir = URL(fileURLWithPath: r).standardizedFileURL.path }
+        return JobSpec(jobFile: jobFile, campaign: campaign, audience: audience, apns: apns, push: push,
+                       throttle: throttle, retry: retry, statePath: statePath, reports: reports)
+    }
+
+    private func isNameByte(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F || b == 0x2D
+    }
+}

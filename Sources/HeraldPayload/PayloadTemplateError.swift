@@ -1,0 +1,52 @@
+/// A job-level problem with `push.template` or one of `push.locales`. Found once, when the job
+/// is loaded, so the operator fixes the template before a single push is sent (exit 2).
+///
+/// Every message starts with where the problem is (`push.template`, `push.locales.fr`) and
+/// names the JSON path inside the template (`aps.alert.body`, `aps.alert.loc-args[1]`).
+public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
+    /// The template is not a JSON object with an `aps` object.
+    case missingAPS(source: String)
+    /// A key inside `aps` (or `aps.alert`, `aps.sound`) that Apple does not document.
+    case unknownKey(source: String, path: String, allowed: [String])
+    /// The same key twice in one object (a custom key could otherwise shadow `aps`).
+    case duplicateKey(source: String, path: String)
+    /// A value of the wrong type or range; `expected` completes "… must be".
+    case wrongValue(source: String, path: String, expected: String)
+    /// `{{` without a matching `}}`.
+    case unterminatedPlaceholder(source: String, path: String)
+    /// A placeholder that cannot be used (empty name, unknown type, typed inside longer text…).
+    case badPlaceholder(source: String, path: String, problem: String)
+    /// A background push breaks Apple's rules for silent notifications.
+    case backgroundPush(source: String, problem: String)
+    /// Background pushes must go out with priority 5 ("10 is an error").
+    case backgroundPriority(Int)
+    /// The template is already over the size limit before any field is filled in.
+    case templateTooLarge(source: String, bytes: Int, limit: Int)
+    /// The same locale (after normalizing case and `_`) appears twice in `push.locales`.
+    case duplicateLocale(String)
+
+    public var description: String {
+        switch self {
+        case .missingAPS(let source):
+            return "\(source): top level must be an object with an \"aps\" dictionary"
+        case .unknownKey(let source, let path, let allowed):
+            return "\(source): unknown key \(path); allowed here: \(allowed.joined(separator: ", "))"
+        case .duplicateKey(let source, let path):
+            return "\(source): duplicate key \(path)"
+        case .wrongValue(let source, let path, let expected):
+            return "\(source): \(path) must be \(expected)"
+        case .unterminatedPlaceholder(let source, let path):
+            return "\(source): unterminated placeholder in \(path)"
+        case .badPlaceholder(let source, let path, let problem):
+            return "\(source): \(path): \(problem)"
+        case .backgroundPush(let source, let problem):
+            return "\(source): a background push \(problem)"
+        case .backgroundPriority(let priority):
+            return "push.priority: a background push must have priority 5, not \(priority)"
+        case .templateTooLarge(let source, let bytes, let limit):
+            return "\(source): the template is \(bytes) bytes before any field is filled in; the limit is \(limit)"
+        case .duplicateLocale(let locale):
+            return "push.locales: locale \(locale) appears more than once"
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import HeraldCore
+
+/// Turns a template `JSONValue` into `RenderOp`s: everything that does not depend on the row
+/// is encoded to bytes once, here, and adjacent literal bytes are merged into one chunk.
+struct TemplateCompiler {
+    let source: String
+    private var ops: [RenderOp] = []
+    private var slots: [Slot] = []
+    private var pending: [UInt8] = []
+    private var hasBody = false
+
+    init(source: String) { self.source = source }
+
+    static func compile(_ template: JSONValue, source: String) throws(PayloadTemplateError) -> CompiledTemplate {
+        var compiler = TemplateCompiler(source: source)
+        try compiler.emit(template, path: "")
+        compiler.flush()
+        var minimum = 0
+        for op in compiler.ops {
+            switch op {
+            case .literal(let bytes): minimum += bytes.count
+            case .typed: minimum += 1
+            case .text, .bodyStart, .bodyEnd: break
+            }
+        }
+        return CompiledTemplate(source: source, ops: compiler.ops, slots: compiler.slots,
+                                minimumSize: minimum, hasBody: compiler.hasBody)
+    }
+
+    /// Maps a placeholder syntax problem to the job-level error, with source and path.
+    static func error(_ problem: PlaceholderProblem, source: String, path: String) -> PayloadTemplateError {
+        switch problem {
+        case .unterminated: return .unterminatedPlaceholder(source: source, path: path)
+        case .bad(let message): return .badPlaceholder(source: source, path: path, problem: message)
+        }
+    }
+
+    private mutating func emit(_ value: JSONValue, path: String) throws(PayloadTemplateError) {
+        switch value {
+        case .null, .bool, .number:
+            value.write(to: &pending)
+        case .string(let text):
+            try emitString(text, path: path)
+        case .array(let items):
+            pending.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { pending.append(UInt8(ascii: ",")) }
+                try emit(item, path: "\(path)[\(i)]")
+            }
+            pending.append(UInt8(ascii: "]"))
+        case .object(let members):
+            pending.append(UInt8(ascii: "{"))
+            for (i, member) in members.enumerated() {
+                if i > 0 { pending.append(UInt8(ascii: ",")) }
+                JSONEscaping.appendQuoted(member.key, to: &pending)
+                pending.append(UInt8(ascii: ":"))
+                try emit(member.value, path: path.isEmpty ? member.key : "\(path).\(member.key)")
+            }
+            pending.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private mutating func emitString(_ text: String, path: String) throws(PayloadTemplateError) {
+        let segments: [StringSegment]
+        do throws(PlaceholderProblem) { segments = try PlaceholderSyntax.parse(text) } catch {
+            throw Self.error(error, source: source, path: path)
+        }
+        if let p = PlaceholderSyntax.wholeTyped(segments), let type = p.type {
+            let defaultBytes = p.defaultText.flatMap { TypedValue.convert(text: $0, to: type) }
+            addSlot(Slot(field: p.field, type: type, defaultBytes: defaultBytes,
+                         nonNegative: APSRules.nonNegativePaths.contains(path), path: path)) { .typed(slot: $0) }
+            return
+        }
+        let isBody = path == "aps.alert" || path == "aps.alert.body"
+        pending.append(UInt8(ascii: "\""))
+        if isBody { flush(); ops.append(.bodyStart); hasBody = true }
+        for segment in segments {
+            switch segment {
+            case .literal(let s):
+                JSONEscaping.appendEscaped(s, to: &pending)
+            case .placeholder(let p):
+                let escaped = p.defaultText.map { d -> [UInt8] in
+                    var bytes: [UInt8] = []
+                    JSONEscaping.appendEscaped(d, to: &bytes)
+                    return bytes
+                }
+                addSlot(Slot(field: p.field, type: nil, defaultBytes: escaped, nonNegative: false, path: path)) { .text(slot: $0) }
+            }
+        }
+        if isBody { flush(); ops.append(.bodyEnd) }
+        pending.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func addSlot(_ slot: Slot, op: (Int) -> RenderOp) {
+        flush()
+        ops.append(op(slots.count))
+        slots.append(slot)
+    }
+
+    private mutating func flush() {
+        guard !pending.isEmpty else { return }
+        ops.append(.literal(pending))
+        pending.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,75 @@
+import HeraldCore
+
+/// Conversions for typed placeholders (`{{unread:int}}`, `:number`, `:bool`, `:json`).
+/// CSV rows only have strings, so text that spells a value of the wanted type is accepted;
+/// NDJSON rows keep their JSON types and mostly pass straight through.
+enum TypedValue {
+    /// Appends `value` as JSON of `type`. Returns false when it does not convert (the caller
+    /// reports `bad_field_value`), leaving `out` possibly extended: callers abandon it then.
+    static func append(_ value: FieldValue, as type: ValueType, nonNegative: Bool, to out: inout [UInt8]) -> Bool {
+        switch (type, value) {
+        case (.json, .json(let text)), (.json, .number(let text)), (.number, .number(let text)):
+            // Both come from a JSON parser already, so they are valid JSON as they stand.
+            out.append(contentsOf: text.utf8)
+            return true
+        case (.json, .bool(let b)), (.bool, .bool(let b)):
+            out.append(contentsOf: b ? trueBytes : falseBytes)
+            return true
+        case (.json, .null):
+            out.append(contentsOf: nullBytes)
+            return true
+        case (_, .null), (.int, .bool), (.number, .bool), (.int, .json), (.number, .json), (.bool, .json):
+            return false
+        case (_, .string(let text)), (.int, .number(let text)), (.bool, .number(let text)):
+            guard let bytes = convert(text: text, to: type) else { return false }
+            if nonNegative, bytes.first == UInt8(ascii: "-") { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    /// The JSON text `text` stands for as `type`, or nil. Used for CSV strings and for defaults.
+    static func convert(text: String, to type: ValueType) -> [UInt8]? {
+        let trimmed = text.trimmingASCII(" \t")
+        switch type {
+        case .int:
+            guard let n = Int(trimmed) else { return nil }
+            return Array(String(n).utf8)
+        case .number:
+            let bytes = Array(trimmed.utf8)
+            return JSONTextValidator.isNumber(bytes) ? bytes : nil
+        case .bool:
+            switch trimmed.lowercased() {
+            case "true", "1": return trueBytes
+            case "false", "0": return falseBytes
+            default: return nil
+            }
+        case .json:
+            let bytes = Array(trimmed.utf8)
+            return JSONTextValidator.isValid(bytes) ? bytes : nil
+        }
+    }
+
+    /// What a row value looks like in a `bad_field_value` detail: quoted, shortened, one line.
+    static func preview(_ value: FieldValue) -> String {
+        var text = value.text
+        if text.unicodeScalars.count > 40 { text = String(text.unicodeScalars.prefix(40)) + "…" }
+        var out: [UInt8] = []
+        JSONEscaping.appendQuoted(text, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static let trueBytes = Array("true".utf8)
+    private static let falseBytes = Array("false".utf8)
+    private static let nullBytes = Array("null".utf8)
+}
+
+extension String {
+    /// Foundation-free trim of the given ASCII characters at both ends.
+    func trimmingASCII(_ set: String) -> String {
+        var sub = Substring(self)
+        while let f = sub.first, set.contains(f) { sub = sub.dropFirst() }
+        while let l = sub.last, set.contains(l) { sub = sub.dropLast() }
+        return String(sub)
+    }
+}

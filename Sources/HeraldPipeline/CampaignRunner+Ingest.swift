@@ -1,0 +1,77 @@
+import Foundation
+import HeraldAudience
+import HeraldCore
+import HeraldPayload
+import HeraldState
+
+extension CampaignRunner {
+    static let ingestBatchRows = 2_000
+
+    /// Reads every audience file once, renders each recipient's payload and records recipients and
+    /// invalid rows in the state file, batch by batch with the checkpoint in the same transaction.
+    /// Nothing is sent until the whole audience is read, so a truncated file or a broken header
+    /// stops the run before the first push. A resumed ingest skips rows at or before the checkpoint.
+    func ingest(into state: StateStore, run: RunInfo, renderer: PayloadRenderer) throws(RunFailure) {
+        var batch = IngestBatch()
+        var total = 0
+        for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
+            let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
+            while true {
+                if stopRequested.load(ordering: .relaxed) {
+                    try flush(&batch, state: state, run: run)
+                    throw RunFailure(.incomplete, "stopped by signal while reading the audience; rerun to resume")
+                }
+                guard let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) else { break }
+                let line: Int
+                switch event {
+                case .record(let r): line = r.location.line
+                case .invalid(let r): line = r.location.line
+                }
+                if index == run.ingestedFile && line <= run.ingestedLine { continue }
+                accept(event, into: &batch, renderer: renderer)
+                batch.checkpointFile = index
+                batch.checkpointLine = line
+                total += 1
+                if batch.rows >= Self.ingestBatchRows {
+                    try flush(&batch, state: state, run: run)
+                }
+                if total % 250_000 == 0 { logger.info("read \(total) audience rows") }
+            }
+            // Mark the file done even when its last rows were skipped, so a resume starts at the next file.
+            batch.checkpointFile = index + 1
+            batch.checkpointLine = 0
+            try flush(&batch, state: state, run: run, force: true)
+        }
+        try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(run) }
+        logger.info("audience read: \(total) rows this pass")
+    }
+
+    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: PayloadRenderer) {
+        batch.rows += 1
+        switch event {
+        case .invalid(let row):
+            batch.invalid.append(row)
+        case .record(let record):
+            let locale = spec.audience.localeField.flatMap { record.fields[$0]?.text }
+            switch renderer.render(record, locale: locale) {
+            case .payload(let bytes):
+                let rid = spec.audience.idField.flatMap { record.fields[$0]?.text } ?? ""
+                batch.recipients.append(IngestBatch.Recipient(
+                    token: record.token, location: record.location, recipientId: rid, payload: bytes,
+                    apnsId: RecipientIdentity.apnsId(campaign: spec.campaign, token: record.token)))
+            case .skip(let field):
+                batch.invalid.append(InvalidRow(location: record.location, reason: .missingField, field: field,
+                                                detail: "field \(field) is missing; recipient skipped (missing_field: skip_recipient)"))
+            case .failure(let reason, let field, let detail):
+                batch.invalid.append(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
+            }
+        }
+    }
+
+    private func flush(_ batch: inout IngestBatch, state: StateStore, run: RunInfo, force: Bool = false) throws(RunFailure) {
+        guard force || !batch.isEmpty else { return }
+        let b = batch
+        _ = try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, run: run) }
+        batch = IngestBatch()
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldSimulator
+
+/// Where pushes go and with which credentials, resolved before anything is read or sent.
+/// For `endpoint: simulator` it starts the in-process simulator on an ephemeral loopback port with
+/// a fresh CA that only this client trusts: no credentials, no network.
+final class DeliveryTarget {
+    let settings: ConnectionSettings
+    let token: ProviderToken
+    let simulator: APNsSimulator?
+
+    static let simulatorTeamId = "HERALDSIM1"
+    static let simulatorKeyId = "HERALDKEY1"
+
+    init(spec: JobSpec) throws(RunFailure) {
+        let streams = spec.apns.streamsPerConnection
+        do {
+            if spec.apns.endpoint == .simulator {
+                // The demo key is made at run time; a job's own key works too (the simulator derives its public half).
+                let teamId = spec.apns.auth?.teamId ?? Self.simulatorTeamId
+                let keyId = spec.apns.auth?.keyId ?? Self.simulatorKeyId
+                let privatePEM: String
+                let publicPEM: String
+                if let auth = spec.apns.auth {
+                    privatePEM = try Self.readKey(auth.key)
+                    publicPEM = try SimulatorCredentials.publicKeyPEM(fromPrivateKeyPEM: privatePEM)
+                } else {
+                    (privatePEM, publicPEM) = SimulatorCredentials.generate()
+                }
+                var config = SimulatorConfiguration(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
+                config.bundleId = spec.apns.topic
+                config.unregisteredPrefixes = spec.apns.simulator.unregisteredPrefixes
+                config.badTokenPrefixes = spec.apns.simulator.badTokenPrefixes
+                config.logPath = spec.apns.simulator.logPath
+                let sim = try APNsSimulator.start(config)
+                simulator = sim
+                token = try ProviderToken(privateKeyPEM: privatePEM, source: "(simulator key)", teamId: teamId, keyId: keyId)
+                settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM), maxStreams: streams)
+            } else {
+                guard let auth = spec.apns.auth, let base = spec.apns.endpoint.baseURL else {
+                    throw RunFailure(.usage, "\(spec.jobFile): apns.auth is required for endpoint \(spec.apns.endpoint.name)")
+                }
+                token = try ProviderToken(auth: auth)
+                simulator = nil
+                let trust: TLSTrust = spec.apns.caFile.map { .caFile($0) } ?? .system
+                settings = ConnectionSettings(baseURL: base, trust: trust, maxStreams: streams)
+            }
+        } catch let e as RunFailure {
+            throw e
+        } catch let e as DeliveryError {
+            throw RunFailure(.usage, e.description)
+        } catch {
+            throw RunFailure(.usage, "\(error)")
+        }
+    }
+
+    static func readKey(_ source: KeySource) throws(RunFailure) -> String {
+        switch source {
+        case .file(let path):
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw RunFailure(.usage, "cannot read APNs auth key file \(path)")
+            }
+            return text
+        case .environment(let name):
+            guard let v = ProcessInfo.processInfo.environment[name], !v.isEmpty else {
+                throw RunFailure(.usage, "APNs auth key environment variable \(name) is not set or empty")
+            }
+            return v
+        }
+    }
+
+    func shutdown() { try? simulator?.shutdown() }
+}
+

@@ -1,0 +1,71 @@
+import Foundation
+
+/// A report file written to a temporary name and renamed into place, so a reader (or a crash)
+/// never sees half a report. Created 0600: reports hold device tokens, which are personal data.
+final class AtomicFile {
+    let path: String
+    private let tempPath: String
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var closed = false
+
+    init(path: String) throws(ReportError) {
+        self.path = path
+        self.tempPath = path + ".tmp-\(getpid())"
+        let fd = open(tempPath, O_CREAT | O_TRUNC | O_WRONLY, 0o600)
+        guard fd >= 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
+        self.fd = fd
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    deinit {
+        if !closed { close(fd); unlink(tempPath) }
+    }
+
+    func write(_ text: String) throws(ReportError) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    private func flush() throws(ReportError) {
+        var offset = 0
+        while offset < buffer.count {
+            let n = buffer[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReportError(path: path, why: String(cString: strerror(errno)))
+            }
+            offset += n
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, fsyncs and renames into place.
+    func commit() throws(ReportError) {
+        try flush()
+        guard fsync(fd) == 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
+        close(fd)
+        closed = true
+        guard rename(tempPath, path) == 0 else {
+            let why = String(cString: strerror(errno))
+            unlink(tempPath)
+            throw ReportError(path: path, why: why)
+        }
+    }
+}
+
+public struct ReportError: Error, CustomStringConvertible {
+    public let path: String
+    public let why: String
+    public var description: String { "cannot write report \(path): \(why)" }
+}
+
+enum CSV {
+    /// RFC 4180 quoting: fields with a comma, quote, CR or LF are quoted, quotes doubled.
+    static func field(_ s: String) -> String {
+        guard s.utf8.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) else { return s }
+        return "\"" + s.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    static func line(_ fields: [String]) -> String { fields.map(field).joined(separator: ",") + "\n" }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import HeraldCore
+import HeraldState
+
+/// Figures the pipeline knows that the state file does not (rates, timings).
+public struct SummaryExtras: Sendable {
+    public var durationSeconds: Double?
+    public var sendsPerSecond: Double?
+    public var exitCode: Int?
+    public init(durationSeconds: Double? = nil, sendsPerSecond: Double? = nil, exitCode: Int? = nil) {
+        self.durationSeconds = durationSeconds; self.sendsPerSecond = sendsPerSecond; self.exitCode = exitCode
+    }
+}
+
+/// summary.json. Key names are frozen: later versions add keys, never rename them.
+public struct Summary: Sendable {
+    public var campaign: String
+    public var runId: String
+    public var startedAt: String
+    public var finishedAt: String?
+    public var rows: Int
+    public var valid: Int
+    public var distinct: Int
+    public var invalid: Int
+    public var duplicates: Int
+    public var byStatus: [RecipientStatus: Int]
+    public var byReason: [String: Int]
+    public var invalidByReason: [String: Int]
+    public var extra: SummaryExtras
+
+    public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
+
+    static func make(state: StateStore, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras) throws -> Summary {
+        let stored = try state.statusCounts()
+        var byStatus: [RecipientStatus: Int] = [:]
+        for s in RecipientStatus.allCases { byStatus[s] = 0 }
+        for (s, n) in stored { byStatus[s.reportStatus, default: 0] += n }
+        let invalid = try state.invalidRowCount()
+        let distinct = try state.recipientCount()
+        // rows = valid + invalid; valid = distinct + duplicates (every valid row is either the first of its token or a duplicate).
+        return Summary(campaign: campaign, runId: run.runId, startedAt: run.startedAt, finishedAt: finishedAt,
+                       rows: run.rows, valid: run.rows - invalid, distinct: distinct, invalid: invalid, duplicates: run.duplicates,
+                       byStatus: byStatus, byReason: try state.reasonCounts(), invalidByReason: try state.invalidCounts(), extra: extra)
+    }
+
+    public var json: String {
+        var counts: [JSONValue.Member] = [
+            .init("rows", .number(String(rows))), .init("valid", .number(String(valid))),
+            .init("invalid", .number(String(invalid))), .init("duplicates", .number(String(duplicates))),
+        ]
+        for s in RecipientStatus.allCases { counts.append(.init(s.rawValue, .number(String(count(s))))) }
+        counts.append(.init("distinct", .number(String(distinct))))
+        func dict(_ d: [String: Int]) -> JSONValue {
+            .object(d.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .number(String($0.value))) })
+        }
+        var members: [JSONValue.Member] = [
+            .init("campaign", .string(campaign)), .init("run_id", .string(runId)),
+            .init("started_at", .string(startedAt)), .init("finished_at", finishedAt.map(JSONValue.string) ?? .null),
+            .init("counts", .object(counts)), .init("by_reason", dict(byReason)), .init("invalid_by_reason", dict(invalidByReason)),
+        ]
+        if let d = extra.durationSeconds { members.append(.init("duration_seconds", .number(String(format: "%.3f", d)))) }
+        if let r = extra.sendsPerSecond { members.append(.init("sends_per_second", .number(String(format: "%.1f", r)))) }
+        if let e = extra.exitCode { members.append(.init("exit_code", .number(String(e)))) }
+        return JSONValue.object(members).compactText + "\n"
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+import Synchronization
+
+/// An APNs stand-in that speaks real HTTP/2 over TLS (ALPN `h2` only, TLS 1.2+), for tests and
+/// `herald sim`. Library first, like pushy's MockApnsServer: the command is a thin wrapper.
+///
+/// Lifecycle is synchronous because its callers are a synchronous CLI and tests:
+/// `start` returns once the socket listens; `shutdown` returns once every connection is closed.
+public final class APNsSimulator: Sendable {
+    /// The bound port (the kernel's pick when the configuration asked for 0).
+    public let port: Int
+    /// PEM that clients must trust: the generated CA, or the configured certificate file.
+    public let caCertificatePEM: String
+    /// Every request answered so far.
+    public let requestLog: SimulatorRequestLog
+
+    private let group: MultiThreadedEventLoopGroup
+    private let listener: any Channel
+    private let stopped = Mutex(false)
+
+    private init(port: Int, caCertificatePEM: String, requestLog: SimulatorRequestLog,
+                 group: MultiThreadedEventLoopGroup, listener: any Channel) {
+        self.port = port
+        self.caCertificatePEM = caCertificatePEM
+        self.requestLog = requestLog
+        self.group = group
+        self.listener = listener
+    }
+
+    /// Starts the validating simulator described by `configuration`.
+    public static func start(_ configuration: SimulatorConfiguration) throws(SimulatorError) -> APNsSimulator {
+        try start(configuration, behavior: RequestValidator(configuration: configuration))
+    }
+
+    /// Starts a simulator whose answers come from `behavior` (TLS, log and binding still from
+    /// `configuration`). The hook for fault injection.
+    public static func start(_ configuration: SimulatorConfiguration, behavior: any SimulatorBehavior) throws(SimulatorError) -> APNsSimulator {
+        let material = try SimulatorTLSMaterial.load(configuration.tls, host: configuration.host)
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: material.chain.map { .certificate($0) },
+                                                           privateKey: .privateKey(material.privateKey))
+        tls.minimumTLSVersion = .tlsv12
+        tls.applicationProtocols = ["h2"]
+        let sslContext: NIOSSLContext
+        do { sslContext = try NIOSSLContext(configuration: tls) } catch {
+            throw .badTLSMaterial("certificate and key do not make a TLS context (\(error))")
+        }
+        let log = try SimulatorRequestLog(path: configuration.logPath)
+
+        let threads = configuration.threads > 0 ? configuration.threads : System.coreCount
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        let pipeline = ConnectionPipeline(sslContext: sslContext, behavior: behavior, log: log,
+                                          maxConcurrentStreams: configuration.maxConcurrentStreams)
+        let listener: any Channel
+        do {
+            listener = try ServerBootstrap(group: group)
+                .serverChannelOption(.backlog, value: 256)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in pipeline.configure(channel) }
+                .bind(host: configuration.host, port: configuration.port)
+                .wait()
+        } catch {
+            try? group.syncShutdownGracefully()
+            log.close()
+            throw .cannotBind(host: configuration.host, port: configuration.port, detail: Self.describeBindError(error))
+        }
+        guard let port = listener.localAddress?.port else {
+            try? listener.close().wait()
+            try? group.syncShutdownGracefully()
+            log.close()
+            throw .server("listening socket has no local port")
+        }
+        return APNsSimulator(port: port, caCertificatePEM: material.trustPEM, requestLog: log, group: group, listener: listener)
+    }
+
+    /// Stops listening, closes every connection and the NDJSON log. Safe to call more than once.
+    public func shutdown() throws(SimulatorError) {
+        let alreadyStopped = stopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        if alreadyStopped { return }
+        defer { requestLog.close() }
+        do {
+            try? listener.close().wait()
+            try group.syncShutdownGracefully()
+        } catch {
+            throw .server("shutdown failed: \(error)")
+        }
+    }
+
+    /// "address in use" rather than NIO's "bind(descriptor:ptr:bytes:): Address already in use (errno: 98)".
+    static func describeBindError(_ error: any Error) -> String {
+        if let io = error as? IOError {
+            if io.errnoCode == EADDRINUSE { return "address in use" }
+            if io.errnoCode == EACCES { return "permission denied" }
+            if io.errnoCode == EADDRNOTAVAIL { return "address not available on this machine" }
+            return String(cString: strerror(io.errnoCode)).lowercased()
+        }
+        return "\(error)"
+    }
+}

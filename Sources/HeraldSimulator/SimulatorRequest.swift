@@ -1,0 +1,87 @@
+import Foundation
+import HeraldCore
+
+/// One HTTP/2 request as the simulator received it, independent of NIO types so that the
+/// behaviour can be unit-tested without a connection.
+public struct SimulatorRequest: Sendable {
+    public var method: String
+    public var path: String
+    /// Regular (non-pseudo) header fields in arrival order; names lowercase as HTTP/2 requires.
+    public var headers: [(name: String, value: String)]
+    /// The body, possibly cut at `SimulatorRequest.bodyKeepLimit` bytes.
+    public var body: [UInt8]
+    /// The full body length as received, which may exceed `body.count`.
+    public var bodyLength: Int
+
+    /// Bodies are kept up to this size; anything longer is over every APNs limit anyway.
+    public static let bodyKeepLimit = 64 * 1024
+
+    public init(method: String, path: String, headers: [(name: String, value: String)], body: [UInt8], bodyLength: Int? = nil) {
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.body = body
+        self.bodyLength = bodyLength ?? body.count
+    }
+
+    /// The first value of `name` (lowercase), or nil.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+
+    /// How many times `name` (lowercase) occurs.
+    public func count(of name: String) -> Int {
+        headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) }
+    }
+}
+
+/// The behaviour's answer to one request, plus what it learnt for the request log.
+public struct SimulatorVerdict: Sendable, Equatable {
+    public var status: Int
+    /// Nil for 200.
+    public var reason: APNsReason?
+    /// Milliseconds since the epoch; Apple sends it only with 410.
+    public var timestamp: Int?
+    /// The device token text from `:path`, if the path had one.
+    public var token: String?
+    /// kid/iss/iat of the provider token, if one could be decoded.
+    public var providerToken: ProviderTokenClaims?
+
+    public init(status: Int, reason: APNsReason?, timestamp: Int? = nil, token: String? = nil, providerToken: ProviderTokenClaims? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+        self.token = token
+        self.providerToken = providerToken
+    }
+
+    /// 200 OK.
+    public static func accepted(token: String?, providerToken: ProviderTokenClaims?) -> SimulatorVerdict {
+        SimulatorVerdict(status: 200, reason: nil, token: token, providerToken: providerToken)
+    }
+
+    /// A rejection whose status is read from `APNsReasonTable` (the one table the sender and
+    /// reports read too). Reasons missing from the table are answered 400.
+    public static func rejected(_ reason: APNsReason, timestamp: Int? = nil, token: String?, providerToken: ProviderTokenClaims?) -> SimulatorVerdict {
+        SimulatorVerdict(status: APNsReasonTable.entry(for: reason)?.status ?? 400, reason: reason,
+                         timestamp: timestamp, token: token, providerToken: providerToken)
+    }
+
+    /// The JSON error body: `{"reason":"…"}`, plus `"timestamp"` when set; nil for a reasonless answer.
+    public var body: [UInt8]? {
+        guard let reason else { return nil }
+        var out = Array("{\"reason\":".utf8)
+        JSONEscaping.appendQuoted(reason.rawValue, to: &out)
+        if let timestamp { out.append(contentsOf: ",\"timestamp\":\(timestamp)".utf8) }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}
+
+/// Decides the answer to each request. The validating behaviour (`RequestValidator`) enforces
+/// Apple's rules; later behaviours can wrap it to inject faults.
+public protocol SimulatorBehavior: Sendable {
+    /// Called once per complete request (headers and body), on the connection's event loop.
+    /// `now` is passed in so the decision is reproducible in tests.
+    func respond(to request: SimulatorRequest, on connection: SimulatorConnection, now: Date) -> SimulatorVerdict
+}

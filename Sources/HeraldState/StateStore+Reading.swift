@@ -1,0 +1,58 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// One recipient as `deliveries.csv` shows it.
+public struct DeliveryRow: Sendable {
+    public var file: String
+    public var line: Int
+    public var recipientId: String
+    public var token: String
+    public var status: StoredStatus
+    public var httpStatus: Int?
+    public var reason: String
+    public var apnsId: String
+    public var attempts: Int
+    public var firstAttemptAt: String?
+    public var lastAttemptAt: String?
+    public var invalidatedAt: Int64?
+}
+
+extension StateStore {
+    /// Streams recipients in audience order (a cursor: memory does not grow with the audience).
+    public func forEachDelivery(_ body: (DeliveryRow) throws -> Void) throws(StateError) {
+        try read { db in
+            let cursor = try Row.fetchCursor(db, sql: """
+                SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id) AS apns_id,
+                       attempts, first_attempt_at, last_attempt_at, invalidated_at FROM recipient ORDER BY seq
+                """)
+            while let r = try cursor.next() {
+                try body(DeliveryRow(file: r["file"], line: r["line"], recipientId: r["recipient_id"], token: r["token"],
+                                     status: StoredStatus(rawValue: r["status"]) ?? .pending, httpStatus: r["http_status"],
+                                     reason: r["reason"], apnsId: r["apns_id"], attempts: r["attempts"],
+                                     firstAttemptAt: r["first_attempt_at"], lastAttemptAt: r["last_attempt_at"],
+                                     invalidatedAt: r["invalidated_at"]))
+            }
+        }
+    }
+
+    /// Streams invalid rows in the order they were read.
+    public func forEachInvalid(_ body: (InvalidRow) throws -> Void) throws(StateError) {
+        try read { db in
+            let cursor = try Row.fetchCursor(db, sql: "SELECT file, line, reason, token_field, detail FROM invalid_row ORDER BY id")
+            while let r = try cursor.next() {
+                try body(InvalidRow(location: RowLocation(file: r["file"], line: r["line"]),
+                                    reason: InvalidRowReason(rawValue: r["reason"]) ?? .invalidToken,
+                                    field: r["token_field"], detail: r["detail"]))
+            }
+        }
+    }
+
+    public func invalidRowCount() throws(StateError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM invalid_row") ?? 0 }
+    }
+
+    public func recipientCount() throws(StateError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient") ?? 0 }
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// A recipient taken for sending: already committed as `inflight` with its attempt counted.
+public struct ClaimedRecipient: Sendable {
+    public let token: DeviceToken
+    public let payload: [UInt8]
+    public let apnsId: String
+    public let attempts: Int
+}
+
+/// The answer for one recipient, as the sender decided it.
+public struct AttemptOutcome: Sendable {
+    public var token: DeviceToken
+    public var status: StoredStatus
+    public var httpStatus: Int?
+    public var reason: String
+    public var responseApnsId: String?
+    /// For `retry`: not before this time.
+    public var retryAt: Date?
+    /// A 410's timestamp (ms since the epoch): when APNs learned the token was dead.
+    public var invalidatedAt: Int64?
+
+    public init(token: DeviceToken, status: StoredStatus, httpStatus: Int? = nil, reason: String = "",
+                responseApnsId: String? = nil, retryAt: Date? = nil, invalidatedAt: Int64? = nil) {
+        self.token = token; self.status = status; self.httpStatus = httpStatus; self.reason = reason
+        self.responseApnsId = responseApnsId; self.retryAt = retryAt; self.invalidatedAt = invalidatedAt
+    }
+}
+
+extension StateStore {
+    /// Takes up to `limit` sendable recipients in audience order and commits them as `inflight`
+    /// (attempt counted) before returning: what leaves the process is always on disk first.
+    /// `inflight` rows left by a crashed run are taken again (outcome unknown: resent with the same apns-id).
+    public func claim(limit: Int, maxAttempts: Int = Int.max, now: Date = Date()) throws(StateError) -> [ClaimedRecipient] {
+        try write { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT seq, token, payload, apns_id, attempts FROM recipient
+                WHERE (status IN ('pending', 'inflight') OR (status = 'retry' AND retry_at <= ?)) AND run_attempts < ?
+                ORDER BY seq LIMIT ?
+                """, arguments: [now.timeIntervalSince1970, maxAttempts, limit])
+            let stamp = Timestamp.iso(now)
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = 'inflight', attempts = attempts + 1, run_attempts = run_attempts + 1,
+                    first_attempt_at = COALESCE(first_attempt_at, ?), last_attempt_at = ? WHERE seq = ?
+                """)
+            var out: [ClaimedRecipient] = []
+            out.reserveCapacity(rows.count)
+            for r in rows {
+                try update.execute(arguments: [stamp, stamp, r["seq"] as Int64])
+                let payload: Data = r["payload"]
+                out.append(ClaimedRecipient(token: DeviceToken(trustedCanonical: r["token"]), payload: Array(payload),
+                                            apnsId: r["apns_id"], attempts: (r["attempts"] as Int) + 1))
+            }
+            return out
+        }
+    }
+
+    /// The earliest time a `retry` recipient with attempts left in this run may go again, if any waits.
+    public func nextRetryTime(maxAttempts: Int) throws(StateError) -> Date? {
+        try read { db in
+            try Double.fetchOne(db, sql: "SELECT MIN(retry_at) FROM recipient WHERE status = 'retry' AND run_attempts < ?",
+                                arguments: [maxAttempts]).map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    /// Each invocation gets `retry.max_attempts` fresh tries per recipient; exhausted ones wait for the next run.
+    public func resetRunAttempts() throws(StateError) {
+        try write { db in try db.execute(sql: "UPDATE recipient SET run_attempts = 0 WHERE run_attempts != 0") }
+    }
+
+    /// Commits a batch of answers in one transaction.
+    public func record(_ outcomes: [AttemptOutcome]) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
+                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE token = ?
+                """)
+            for o in outcomes {
+                try update.execute(arguments: [o.status.rawValue, o.httpStatus, o.reason, o.responseApnsId,
+                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, o.token.hex])
+            }
+        }
+    }
+
+    /// Puts recipients back to `pending` without counting the attempt against them: used when the
+    /// campaign aborts because of our configuration (bad key, topic), not their token.
+    public func release(_ tokens: [DeviceToken]) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE token = ?")
+            for t in tokens { try update.execute(arguments: [t.hex]) }
+        }
+    }
+
+    /// Retryable recipients that have been trying longer than `giveUpAfter` seconds become failed
+    /// (`gave_up`), so one bad token cannot keep a campaign open forever.
+    public func giveUp(olderThan seconds: Int, now: Date = Date()) throws(StateError) -> Int {
+        try write { db in
+            let cutoff = Timestamp.iso(now.addingTimeInterval(-Double(seconds)))
+            try db.execute(sql: """
+                UPDATE recipient SET status = 'failed', reason = 'gave_up'
+                WHERE status IN ('retry', 'inflight', 'pending') AND first_attempt_at IS NOT NULL AND first_attempt_at < ?
+                """, arguments: [cutoff])
+            return db.changesCount
+        }
+    }
+
+    /// Recipients by stored status.
+    public func statusCounts() throws(StateError) -> [StoredStatus: Int] {
+        try read { db in
+            var out: [StoredStatus: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM recipient GROUP BY status") {
+                if let s = StoredStatus(rawValue: row["status"]) { out[s] = row["n"] }
+            }
+            return out
+        }
+    }
+
+    /// Failed and pending recipients by reason (the summary's `by_reason`).
+    public func reasonCounts() throws(StateError) -> [String: Int] {
+        try read { db in
+            var out: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM recipient WHERE reason != '' GROUP BY reason") {
+                out[row["reason"]] = row["n"]
+            }
+            return out
+        }
+    }
+
+    public func invalidCounts() throws(StateError) -> [String: Int] {
+        try read { db in
+            var out: [String: Int] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM invalid_row GROUP BY reason") {
+                out[row["reason"]] = row["n"]
+            }
+            return out
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import HeraldCore
+import HeraldPipeline
+import HeraldReports
+
+/// The one-screen summary `herald run` prints, and error lines on stderr.
+enum Output {
+    static func error(_ message: String) {
+        FileHandle.standardError.write(Data("herald: error: \(message)\n".utf8))
+    }
+
+    static func number(_ n: Int) -> String {
+        let f = NumberFormatter()
+        f.numberStyle = .decimal
+        f.groupingSeparator = ","
+        return f.string(from: NSNumber(value: n)) ?? String(n)
+    }
+
+    static func print(_ report: RunReport, spec: JobSpec) {
+        var lines: [String] = []
+        if let s = report.summary {
+            lines.append("campaign  \(s.campaign)  (run \(s.runId))")
+            lines.append("audience  \(number(s.rows)) rows: \(number(s.distinct)) recipients, \(number(s.duplicates)) duplicate rows, \(number(s.invalid)) invalid rows")
+            lines.append("delivery  " + RecipientStatus.allCases.map { "\(number(s.count($0))) \($0.rawValue)" }.joined(separator: ", "))
+            if !s.byReason.isEmpty {
+                lines.append("reasons   " + s.byReason.sorted { $0.value > $1.value }.prefix(6).map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))
+            }
+            if !s.invalidByReason.isEmpty {
+                lines.append("invalid   " + s.invalidByReason.sorted { $0.value > $1.value }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))
+            }
+            if let d = s.extra.durationSeconds, let r = s.extra.sendsPerSecond {
+                lines.append(String(format: "took      %.2f s (%.0f sends/s)", d, r))
+            }
+            lines.append("reports   \(report.reportsDir)/  (deliveries.csv, invalid.csv, summary.json)")
+            lines.append("state     \(report.statePath)")
+        }
+        switch report.status {
+        case .finished: lines.append("result    " + (report.message ?? "finished: every recipient reached a final state"))
+        default: lines.append("result    exit \(report.status.rawValue): \(report.message ?? "")")
+        }
+        let text = lines.joined(separator: "\n") + "\n"
+        if report.summary == nil, report.status != .finished {
+            error(report.message ?? "run failed")
+        } else {
+            FileHandle.standardOutput.write(Data(text.utf8))
+        }
+    }
+}
