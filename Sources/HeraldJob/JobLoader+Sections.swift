@@ -192,17 +192,15 @@ extension Context {
         switch node {
         case .scalar(let s):
             if s.style != .plain { return .string(s.string) }
-            switch Tag.Name(rawValue: s.tag.rawValue) {
-            case .null: return .null
-            case .bool: return .bool(node.bool ?? false)
-            case .int:
-                guard let i = node.int else { return .string(s.string) }
-                return .number(String(i))
-            case .float:
-                guard let d = node.float, d.isFinite else { throw JobError(file: file, line: s.mark?.line, "\(path): \(s.string) is not a JSON number") }
+            // Plain scalars resolve by YAML's core schema: null, booleans, integers, floats, else text.
+            if node.null != nil { return .null }
+            if let b = node.bool { return .bool(b) }
+            if let i = node.int { return .number(String(i)) }
+            if let d = node.float {
+                guard d.isFinite else { throw JobError(file: file, line: s.mark?.line, "\(path): \(s.string) is not a JSON number") }
                 return .number(s.string.allSatisfy({ "0123456789.-+eE".contains($0) }) ? s.string : String(d))
-            default: return .string(s.string)
             }
+            return .string(s.string)
         case .sequence(let seq):
             var items: [JSONValue] = []
             for (i, item) in seq.enumerated() { items.append(try jsonValue(item, path: "\(path)[\(i)]")) }

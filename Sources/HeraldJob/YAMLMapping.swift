@@ -45,10 +45,8 @@ struct YAMLMapping {
 
     mutating func string(_ key: String) throws(JobError) -> String? {
         guard let (n, l) = node(key) else { return nil }
-        guard case .scalar(let s) = n, s.tag.rawValue != Tag.Name.null.rawValue else {
-            if case .scalar = n { return nil }
-            throw JobError(file: file, line: l, "\(qualified(key)) must be text")
-        }
+        guard case .scalar(let s) = n else { throw JobError(file: file, line: l, "\(qualified(key)) must be text") }
+        if s.style == .plain && n.null != nil { return nil }
         return s.string
     }
 
@@ -120,7 +118,7 @@ struct YAMLMapping {
 
     mutating func mapping(_ key: String) throws(JobError) -> YAMLMapping? {
         guard let (n, _) = node(key) else { return nil }
-        if case .scalar(let s) = n, s.tag.rawValue == Tag.Name.null.rawValue { return nil }
+        if case .scalar(let s) = n, s.style == .plain, n.null != nil { return nil }
         return try YAMLMapping(n, path: qualified(key), file: file)
     }
 

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Runs a program to completion and captures its output (end-to-end tests run the built binary).
+public enum ProcessRunner {
+    public struct Result: Sendable {
+        public let status: Int32
+        public let stdout: String
+        public let stderr: String
+    }
+
+    public static func run(_ executable: String, _ arguments: [String], cwd: String? = nil,
+                           environment: [String: String]? = nil) throws -> Result {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: executable)
+        p.arguments = arguments
+        if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+        if let environment { p.environment = environment }
+        let out = Pipe()
+        let err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        // Read both pipes concurrently with the process so a chatty child cannot block on a full pipe.
+        let errData = LockedData()
+        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        reader.start()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        while !errData.isSet { usleep(1000) }
+        return Result(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                      stderr: String(decoding: errData.value, as: UTF8.self))
+    }
+
+    /// The package root (for `samples/`, `jobs/` and the built binary).
+    public static var packageRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// The `herald` binary built by `swift build` (debug), which `make test` builds first.
+    public static var heraldBinary: String {
+        let candidates = [".build/debug/herald", ".build/release/herald"].map { packageRoot.appendingPathComponent($0).path }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }
+}
+
+final class LockedData: @unchecked Sendable {
+    // @unchecked: every access goes through `lock`.
+    private let lock = NSLock()
+    private var data = Data()
+    private var done = false
+    func set(_ d: Data) { lock.lock(); data = d; done = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return done }
+    var value: Data { lock.lock(); defer { lock.unlock() }; return data }
+}
