@@ -34,6 +34,9 @@ final class DeliveryTarget {
                 config.unregisteredPrefixes = spec.apns.simulator.unregisteredPrefixes
                 config.badTokenPrefixes = spec.apns.simulator.badTokenPrefixes
                 config.logPath = spec.apns.simulator.logPath
+                if let log = config.logPath {
+                    try FileManager.default.createDirectory(atPath: (log as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                }
                 let sim = try APNsSimulator.start(config)
                 simulator = sim
                 token = try ProviderToken(privateKeyPEM: privatePEM, source: "(simulator key)", teamId: teamId, keyId: keyId)

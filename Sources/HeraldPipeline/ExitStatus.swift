@@ -14,6 +14,20 @@ public enum ExitStatus: Int32, Sendable {
     case locked = 75
 }
 
+extension ExitStatus {
+    /// What the code means, for the one-line result.
+    public var meaning: String {
+        switch self {
+        case .finished: return "finished"
+        case .usage: return "configuration or audience error; nothing more was sent"
+        case .aborted: return "aborted by a fatal APNs error; fix the configuration and rerun"
+        case .incomplete: return "incomplete; rerun the same command to resume"
+        case .tooManyInvalid: return "too many invalid rows"
+        case .locked: return "another run holds the campaign's lock"
+        }
+    }
+}
+
 /// A failure that ends the run with a given exit status and an operator message.
 public struct RunFailure: Error, CustomStringConvertible {
     public let status: ExitStatus

@@ -34,15 +34,15 @@ enum Output {
             lines.append("reports   \(report.reportsDir)/  (deliveries.csv, invalid.csv, summary.json)")
             lines.append("state     \(report.statePath)")
         }
-        switch report.status {
-        case .finished: lines.append("result    " + (report.message ?? "finished: every recipient reached a final state"))
-        default: lines.append("result    exit \(report.status.rawValue): \(report.message ?? "")")
-        }
-        let text = lines.joined(separator: "\n") + "\n"
-        if report.summary == nil, report.status != .finished {
-            error(report.message ?? "run failed")
+        if report.status == .finished {
+            lines.append("result    " + (report.message ?? "finished: every recipient reached a final state"))
         } else {
-            FileHandle.standardOutput.write(Data(text.utf8))
+            lines.append("result    exit \(report.status.rawValue) (\(report.status.meaning))")
         }
+        if report.summary != nil {
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        }
+        // Errors always go to stderr, so cron mail and CI logs show them whatever stdout does.
+        if report.status != .finished { error(report.message ?? report.status.meaning) }
     }
 }
