@@ -19,12 +19,12 @@ final class ByteWindow {
     /// The source is exhausted: `[start, end)` is all that is left.
     private(set) var atEOF = false
 
-    private let input: FileInput
-    private let inflater: GzipInflater?
+    private let fileName: String
+    private let source: DecodedSource
 
-    init(input: FileInput, inflater: GzipInflater?) {
-        self.input = input
-        self.inflater = inflater
+    init(fileName: String, source: DecodedSource) {
+        self.fileName = fileName
+        self.source = source
         capacity = Self.initialCapacity
         base = .allocate(capacity: capacity)
     }
@@ -47,7 +47,7 @@ final class ByteWindow {
         }
         if end == capacity {
             guard capacity < Self.maximumCapacity else {
-                throw .recordTooLong(file: input.name, line: line, limit: Self.maximumCapacity)
+                throw .recordTooLong(file: fileName, line: line, limit: Self.maximumCapacity)
             }
             let bigger = UnsafeMutablePointer<UInt8>.allocate(capacity: min(capacity * 2, Self.maximumCapacity))
             bigger.update(from: base, count: end)
@@ -55,12 +55,7 @@ final class ByteWindow {
             base = bigger
             capacity = min(capacity * 2, Self.maximumCapacity)
         }
-        let n: Int
-        if let inflater {
-            n = try inflater.inflate(into: base + end, count: capacity - end)
-        } else {
-            n = try input.read(into: base + end, count: capacity - end)
-        }
+        let n = try source.read(into: base + end, count: capacity - end)
         if n == 0 {
             atEOF = true
             return false

@@ -3,17 +3,36 @@
 /// `String(decoding:)` would silently turn a Latin-1 `é` into U+FFFD and the customer would get
 /// "Ren� "; an audience row with bad bytes goes to invalid.csv instead.
 enum UTF8Text {
-    /// The bytes as a String, or nil if they are not valid UTF-8. One validating copy.
+    /// The bytes as a String, or nil if they are not valid UTF-8.
+    ///
+    /// Not `String(validating:as:)`: it is generic over the encoding and ran unspecialized,
+    /// with a metadata lookup per call (~5 % of reading time). Most fields are ASCII, which an
+    /// 8-bytes-at-a-time check settles; the rest get the full check below. `String(decoding:)`
+    /// then copies without repairing anything, since the bytes are known to be valid.
     @inline(__always)
     static func string(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        if #available(macOS 15, iOS 18, *) {
-            return String(validating: bytes, as: UTF8.self)
+        if !isASCII(bytes) && firstInvalidOffset(bytes) != nil { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    @inline(__always)
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        let n = bytes.count
+        var i = 0
+        var high: UInt64 = 0
+        while i + 8 <= n {
+            high |= raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
         }
-        return firstInvalidOffset(bytes) == nil ? String(decoding: bytes, as: UTF8.self) : nil
+        var tail: UInt8 = 0
+        while i < n { tail |= base[i]; i += 1 }
+        return high & 0x8080_8080_8080_8080 == 0 && tail & 0x80 == 0
     }
 
     /// Offset of the first byte that starts an invalid sequence, or nil if all is valid.
-    /// Only the error path (and old Darwin) uses this, to tell the operator where the bad byte is.
+    /// Also tells the operator where the bad byte is.
     static func firstInvalidOffset(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
         var i = 0
         let n = bytes.count

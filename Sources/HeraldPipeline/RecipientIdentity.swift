@@ -16,9 +16,7 @@ enum RecipientIdentity {
         var b = Array(h.finalize().prefix(16))
         b[6] = (b[6] & 0x0F) | 0x50
         b[8] = (b[8] & 0x3F) | 0x80
-        let hex = b.map { String(format: "%02x", $0) }.joined()
-        let p = Array(hex)
-        return "\(String(p[0..<8]))-\(String(p[8..<12]))-\(String(p[12..<16]))-\(String(p[16..<20]))-\(String(p[20..<32]))"
+        return formatUUID(b)
     }
 
     /// The default collapse id: one per campaign, so a device shows a resent notification once.
@@ -30,8 +28,27 @@ enum RecipientIdentity {
         case .auto:
             let name = "herald:" + campaign
             if name.utf8.count <= 64 { return name }
-            let digest = SHA256.hash(data: Array(campaign.utf8)).prefix(16).map { String(format: "%02x", $0) }.joined()
-            return "herald:" + digest
+            return "herald:" + hex(Array(SHA256.hash(data: Array(campaign.utf8)).prefix(16)))
         }
+    }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// 16 bytes → canonical lowercase 8-4-4-4-12 (called once per recipient: no String(format:)).
+    static func formatUUID(_ b: [UInt8]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(36)
+        for (i, byte) in b.enumerated() {
+            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
+            out.append(digits[Int(byte >> 4)]); out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

@@ -46,7 +46,7 @@ public final class APNsSimulator: Sendable {
         tls.applicationProtocols = ["h2"]
         let sslContext: NIOSSLContext
         do { sslContext = try NIOSSLContext(configuration: tls) } catch {
-            throw .badTLSMaterial("certificate and key do not make a TLS context (\(error))")
+            throw .badTLSMaterial("certificate and private key do not load into TLS (do they match?): \(error)")
         }
         let log = try SimulatorRequestLog(path: configuration.logPath)
 

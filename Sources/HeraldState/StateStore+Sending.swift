@@ -35,11 +35,18 @@ extension StateStore {
     /// `inflight` rows left by a crashed run are taken again (outcome unknown: resent with the same apns-id).
     public func claim(limit: Int, maxAttempts: Int = Int.max, now: Date = Date()) throws(StateError) -> [ClaimedRecipient] {
         try write { db in
-            let rows = try Row.fetchAll(db, sql: """
-                SELECT seq, token, payload, apns_id, attempts FROM recipient
-                WHERE (status IN ('pending', 'inflight') OR (status = 'retry' AND retry_at <= ?)) AND run_attempts < ?
-                ORDER BY seq LIMIT ?
-                """, arguments: [now.timeIntervalSince1970, maxAttempts, limit])
+            // One indexed range scan per status (recipient_status is (status, seq)): an OR across
+            // statuses would scan every sent row on every claim, quadratic in the audience.
+            var rows: [Row] = []
+            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND retry_at <= ?")] where rows.count < limit {
+                var arguments: StatementArguments = [status, maxAttempts]
+                if !extra.isEmpty { _ = arguments.append(contentsOf: [now.timeIntervalSince1970]) }
+                _ = arguments.append(contentsOf: [limit - rows.count])
+                rows += try Row.fetchAll(db, sql: """
+                    SELECT seq, token, payload, apns_id, attempts FROM recipient
+                    WHERE status = ? AND run_attempts < ?\(extra) ORDER BY seq LIMIT ?
+                    """, arguments: arguments)
+            }
             let stamp = Timestamp.iso(now)
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = 'inflight', attempts = attempts + 1, run_attempts = run_attempts + 1,

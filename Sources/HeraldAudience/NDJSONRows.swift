@@ -7,10 +7,18 @@ import Darwin
 #endif
 internal import HeraldCore
 
-/// NDJSON rows: one JSON object per line; blank lines skipped; the last line may lack its newline.
-extension AudienceFileReader {
+/// NDJSON rows of one file: one JSON object per line; blank lines skipped; the last line may
+/// lack its newline. A line that is not a JSON object is an invalid row, and reading goes on.
+struct NDJSONRows {
+    let fileName: String
+    private var parser = JSONLineParser()
+    /// Physical line (1-based) of the next line.
+    private(set) var line = 1
+
+    init(fileName: String) { self.fileName = fileName }
+
     /// The next line's length without its LF (and CR), and the bytes to consume; nil at end of file.
-    private func nextLine() throws(AudienceError) -> (length: Int, consumed: Int)? {
+    private func nextLine(_ window: ByteWindow) throws(AudienceError) -> (length: Int, consumed: Int)? {
         var searched = 0
         while true {
             let remaining = window.count - searched
@@ -21,16 +29,16 @@ extension AudienceFileReader {
             }
             searched = window.count
             guard try window.fill(line: line) else {
-                if window.count == 0 { return nil }
                 let n = window.count
-                return (n > 0 && window.current[n - 1] == 0x0D ? n - 1 : n, n)
+                if n == 0 { return nil }
+                return (window.current[n - 1] == 0x0D ? n - 1 : n, n)
             }
         }
     }
 
-    func nextNDJSON() throws(AudienceError) -> AudienceEvent? {
-        while let (length, consumed) = try nextLine() {
-            let location = RowLocation(file: file.name, line: line)
+    mutating func next(_ window: ByteWindow, tokenField: String) throws(AudienceError) -> AudienceEvent? {
+        while let (length, consumed) = try nextLine(window) {
+            let location = RowLocation(file: fileName, line: line)
             let bytes = UnsafeBufferPointer(start: window.current, count: length)
             line += 1
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {
@@ -39,7 +47,7 @@ extension AudienceFileReader {
             }
             let event: AudienceEvent
             do throws(JSONLineParser.Failure) {
-                event = self.event(fields: try json.parse(bytes), location: location)
+                event = TokenCheck.event(fields: try parser.parse(bytes), location: location, tokenField: tokenField)
             } catch {
                 switch error {
                 case .syntax(let detail):
@@ -49,7 +57,6 @@ extension AudienceFileReader {
                 }
             }
             window.start += consumed
-            rowsRead += 1
             return event
         }
         return nil

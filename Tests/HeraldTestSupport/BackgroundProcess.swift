@@ -1,0 +1,37 @@
+import Foundation
+
+/// A long-running child (e.g. `herald sim`) whose first output line is awaited, then stopped with SIGTERM.
+public final class BackgroundProcess: @unchecked Sendable {
+    // @unchecked: `process` and `pipe` are set once in init; output is read on the caller's thread only.
+    public let process = Process()
+    private let pipe = Pipe()
+
+    public init(_ executable: String, _ arguments: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Reads stdout until a line starting with `prefix` arrives (or the child exits) and returns it.
+    public func waitForLine(prefix: String) throws -> String {
+        var buffer = Data()
+        let handle = pipe.fileHandleForReading
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { throw TestSupportError("process exited before printing \(prefix)") }
+            buffer.append(chunk)
+            let text = String(decoding: buffer, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+        }
+    }
+
+    public func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
