@@ -43,6 +43,15 @@ public struct Summary: Sendable {
                        byStatus: byStatus, byReason: try state.reasonCounts(), invalidByReason: try state.invalidCounts(), extra: extra)
     }
 
+    /// What herald does with a reason, from the one reason table in HeraldCore (`gave_up` and
+    /// connection errors are herald's own).
+    static func action(for reason: String) -> String {
+        if reason == "gave_up" { return "gave_up" }
+        if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
+        if reason.hasPrefix("HTTP ") { return "unknown" }
+        return APNsReason(reason).entry?.action.rawValue ?? "unknown"
+    }
+
     public var json: String {
         var counts: [JSONValue.Member] = [
             .init("rows", .number(String(rows))), .init("valid", .number(String(valid))),
@@ -57,6 +66,7 @@ public struct Summary: Sendable {
             .init("campaign", .string(campaign)), .init("run_id", .string(runId)),
             .init("started_at", .string(startedAt)), .init("finished_at", finishedAt.map(JSONValue.string) ?? .null),
             .init("counts", .object(counts)), .init("by_reason", dict(byReason)), .init("invalid_by_reason", dict(invalidByReason)),
+            .init("reason_actions", .object(byReason.keys.sorted().map { JSONValue.Member($0, .string(Self.action(for: $0))) })),
         ]
         if let d = extra.durationSeconds { members.append(.init("duration_seconds", .number(String(format: "%.3f", d)))) }
         if let r = extra.sendsPerSecond { members.append(.init("sends_per_second", .number(String(format: "%.1f", r)))) }

@@ -47,13 +47,7 @@ import HeraldCore
             _ = try reader.next()
             #expect(try descriptors(of: file.path) >= 1)   // the check below can see an open file
         }
-        // The thread lets go a moment after the cancel; give it up to 2 s.
-        var open = try descriptors(of: file.path)
-        for _ in 0..<100 where open > 0 {
-            Thread.sleep(forTimeInterval: 0.02)
-            open = try descriptors(of: file.path)
-        }
-        #expect(open == 0)
+        #expect(try descriptorsAfterSettling(of: file.path) == 0)
     }
 
     /// A header error in a gzip file must not leave the read-ahead thread holding the file.
@@ -63,12 +57,7 @@ import HeraldCore
         for i in 0..<200_000 { text += "\(i),n\n" }
         let file = try fx.write("nohdr.csv.gz", try fx.gzip(text))
         #expect(readError(file) == .missingTokenColumn(file: "samples/nohdr.csv.gz", line: 1, column: "token", columns: ["id", "name"]))
-        var open = try descriptors(of: file.path)
-        for _ in 0..<100 where open > 0 {
-            Thread.sleep(forTimeInterval: 0.02)
-            open = try descriptors(of: file.path)
-        }
-        #expect(open == 0)
+        #expect(try descriptorsAfterSettling(of: file.path) == 0)
     }
 
     @Test func overlongRecordIsAFileError() throws {
@@ -89,6 +78,16 @@ import HeraldCore
 
     /// How many of this process's file descriptors point at `path` (other tests run in
     /// parallel, so a plain count would be flaky).
+    /// The read-ahead thread lets go of its file a moment after the reader does; wait up to 2 s.
+    func descriptorsAfterSettling(of path: String) throws -> Int {
+        var open = try descriptors(of: path)
+        for _ in 0..<100 where open > 0 {
+            Thread.sleep(forTimeInterval: 0.02)
+            open = try descriptors(of: path)
+        }
+        return open
+    }
+
     private func descriptors(of path: String) throws -> Int {
         let target = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
         return try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").filter { fd in

@@ -99,6 +99,7 @@ import Testing
         #expect(counts["pending"] == 0)
         #expect(summary["campaign"] as? String == "e2e-test")
         #expect((summary["by_reason"] as! [String: Int]) == ["Unregistered": 2, "BadDeviceToken": 1])
+        #expect((summary["reason_actions"] as! [String: String]) == ["Unregistered": "permanent", "BadDeviceToken": "permanent"])
 
         // The simulator saw each distinct token exactly once, with the apns-id the report shows.
         let log = try String(contentsOfFile: dir.file("out/requests.ndjson"), encoding: .utf8).split(separator: "\n")
