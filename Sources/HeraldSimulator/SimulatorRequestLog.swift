@@ -62,15 +62,14 @@ public final class SimulatorRequestLog: Sendable {
 
     private let state: Mutex<State>
 
-    /// An in-memory log, mirrored to `path` as NDJSON when given (truncated at open).
+    /// An in-memory log, mirrored to `path` as NDJSON when given. The file is appended to, not
+    /// truncated: a campaign rehearsed, killed and rerun keeps one log of every request it made.
     public init(path: String? = nil) throws(SimulatorError) {
         var initial = State()
         if let path {
-            guard FileManager.default.createFile(atPath: path, contents: nil),
-                  let handle = FileHandle(forWritingAtPath: path) else {
-                throw .cannotOpenLog(path: path, detail: String(cString: strerror(errno)))
-            }
-            initial.file = handle
+            let fd = open(path, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw .cannotOpenLog(path: path, detail: String(cString: strerror(errno))) }
+            initial.file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         }
         self.state = Mutex(initial)
     }
