@@ -20,19 +20,7 @@ public final class ProviderToken: Sendable {
 
     /// Loads the key from where the job says. The key text is never kept beyond OpenSSL's handle.
     public convenience init(auth: TokenAuthSpec, environment: [String: String] = ProcessInfo.processInfo.environment) throws(DeliveryError) {
-        let pem: String
-        let source: String
-        switch auth.key {
-        case .file(let path):
-            source = path
-            do { pem = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                throw .keyUnreadable(path: path, why: (error as NSError).localizedFailureReason ?? "read failed")
-            }
-        case .environment(let name):
-            source = "from $\(name)"
-            guard let v = environment[name], !v.isEmpty else { throw .keyEnvironmentMissing(variable: name) }
-            pem = v
-        }
+        let (pem, source) = try AuthKeySource.read(auth.key, environment: environment)
         try self.init(privateKeyPEM: pem, source: source, teamId: auth.teamId, keyId: auth.keyId)
     }
 
@@ -68,6 +56,23 @@ public final class ProviderToken: Sendable {
         let signature = try key.sign(Array(signingInput.utf8))
         signCount.add(1, ordering: .relaxed)
         return signingInput + "." + Base64URL.encode(signature)
+    }
+}
+
+/// Reads the .p8 key text from where the job says: the one place a key file or variable is opened.
+public enum AuthKeySource {
+    /// The PEM text and a label for messages (the path, or "from $NAME"); never the key itself.
+    public static func read(_ source: KeySource,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(DeliveryError) -> (pem: String, label: String) {
+        switch source {
+        case .file(let path):
+            do { return (try String(contentsOfFile: path, encoding: .utf8), path) } catch {
+                throw .keyUnreadable(path: path, why: (error as NSError).localizedFailureReason ?? "read failed")
+            }
+        case .environment(let name):
+            guard let v = environment[name], !v.isEmpty else { throw .keyEnvironmentMissing(variable: name) }
+            return (v, "from $\(name)")
+        }
     }
 }
 

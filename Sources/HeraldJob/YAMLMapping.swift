@@ -1,3 +1,4 @@
+import HeraldCore
 import Yams
 
 /// A YAML mapping being read key by key. It remembers which keys were read so that
@@ -84,7 +85,7 @@ struct YAMLMapping {
 
     mutating func duration(_ key: String) throws(JobError) -> Int? {
         guard let (n, l) = node(key) else { return nil }
-        guard case .scalar(let s) = n, let v = DurationText.secondsValue(s.string) else {
+        guard case .scalar(let s) = n, let v = DurationText.seconds(s.string) else {
             throw JobError(file: file, line: l, "\(qualified(key)) must be a duration such as 90s, 15m, 24h or 7d")
         }
         return v
@@ -129,9 +130,4 @@ struct YAMLMapping {
                            "unknown key \"\(qualified(p.key))\" (known keys\(path.isEmpty ? "" : " in \(path)"): \(known.joined(separator: ", ")))")
         }
     }
-}
-
-import HeraldCore
-extension DurationText {
-    static func secondsValue(_ s: String) -> Int? { seconds(s) }
 }

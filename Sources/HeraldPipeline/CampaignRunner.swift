@@ -106,11 +106,9 @@ public final class CampaignRunner {
             report.status = outcome.0; report.message = outcome.1
             return report
         }
-        var finishedAt: String? = openedRun.finishedAt
         if outcome.0 == .finished && !alreadyFinished {
             do {
                 try state.finishRun(openedRun)
-                finishedAt = try state.lastRun()?.finishedAt
             } catch {
                 outcome = (.incomplete, error.description)
             }
@@ -119,9 +117,10 @@ public final class CampaignRunner {
         let extras = alreadyFinished ? SummaryExtras(exitCode: 0) : SummaryExtras(durationSeconds: elapsed, sendsPerSecond: elapsed > 0 ? Double(sentThisRun) / elapsed : nil,
                                    exitCode: Int(outcome.0.rawValue))
         do {
-            let refreshed = (try? state.lastRun()) ?? nil
+            // Read back once: counts and finished_at as committed, not as this process remembers them.
+            let current = ((try? state.lastRun()) ?? nil) ?? openedRun
             report.summary = try ReportWriter(directory: spec.reports.dir)
-                .write(state: state, campaign: spec.campaign, run: refreshed ?? openedRun, finishedAt: finishedAt, extra: extras)
+                .write(state: state, campaign: spec.campaign, run: current, finishedAt: current.finishedAt, extra: extras)
         } catch {
             let message = "reports not written: \(error)"
             outcome = (outcome.0 == .finished ? .incomplete : outcome.0, [outcome.1, message].compactMap { $0 }.joined(separator: "; "))

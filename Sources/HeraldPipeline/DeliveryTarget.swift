@@ -24,7 +24,7 @@ final class DeliveryTarget {
                 let privatePEM: String
                 let publicPEM: String
                 if let auth = spec.apns.auth {
-                    privatePEM = try Self.readKey(auth.key)
+                    privatePEM = try AuthKeySource.read(auth.key).pem
                     publicPEM = try SimulatorCredentials.publicKeyPEM(fromPrivateKeyPEM: privatePEM)
                 } else {
                     (privatePEM, publicPEM) = SimulatorCredentials.generate()
@@ -56,21 +56,6 @@ final class DeliveryTarget {
             throw RunFailure(.usage, e.description)
         } catch {
             throw RunFailure(.usage, "\(error)")
-        }
-    }
-
-    static func readKey(_ source: KeySource) throws(RunFailure) -> String {
-        switch source {
-        case .file(let path):
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw RunFailure(.usage, "cannot read APNs auth key file \(path)")
-            }
-            return text
-        case .environment(let name):
-            guard let v = ProcessInfo.processInfo.environment[name], !v.isEmpty else {
-                throw RunFailure(.usage, "APNs auth key environment variable \(name) is not set or empty")
-            }
-            return v
         }
     }
 

@@ -90,7 +90,6 @@ public final class StateStore: Sendable {
             for row in batch.invalid {
                 try invalid.execute(arguments: [row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
             }
-            duplicates += batch.knownDuplicates
             try db.execute(sql: """
                 UPDATE run SET rows = rows + ?, duplicates = duplicates + ?, ingested_file = ?, ingested_line = ? WHERE id = ?
                 """, arguments: [batch.rows, duplicates, batch.checkpointFile, batch.checkpointLine, run.id])
@@ -100,11 +99,6 @@ public final class StateStore: Sendable {
 
     public func markIngestComplete(_ run: RunInfo) throws(StateError) {
         try write { db in try db.execute(sql: "UPDATE run SET ingest_complete = 1 WHERE id = ?", arguments: [run.id]) }
-    }
-
-    /// Whether a token is already recorded (the ingest uses it to count duplicates seen in one batch).
-    public func contains(_ token: DeviceToken) throws(StateError) -> Bool {
-        try read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM recipient WHERE token = ?", arguments: [token.hex]) ?? false }
     }
 }
 
@@ -147,8 +141,6 @@ public struct IngestBatch: Sendable {
     public var invalid: [InvalidRow] = []
     /// Audience rows in this batch (records and invalid rows, not headers).
     public var rows = 0
-    /// Duplicates the caller already recognised (e.g. a token failing to render after an earlier row sent it).
-    public var knownDuplicates = 0
     public var checkpointFile = -1
     public var checkpointLine = 0
     public init() {}

@@ -45,8 +45,8 @@ import Testing
     @Test func pathsResolveAgainstTheJobFileNotTheWorkingDirectory() throws {
         let path = try setup(Self.minimal + "\nstate: ../var/s.sqlite\nreports: { dir: out }\n")
         let cwd = FileManager.default.currentDirectoryPath
-        FileManager.default.changeCurrentDirectoryPath("/")
-        defer { FileManager.default.changeCurrentDirectoryPath(cwd) }
+        #expect(FileManager.default.changeCurrentDirectoryPath("/"), "the test must run from elsewhere to prove anything")
+        defer { _ = FileManager.default.changeCurrentDirectoryPath(cwd) }
         let spec = try JobLoader.load(path: path)
         #expect(spec.statePath == dir.file("var/s.sqlite"))
         #expect(spec.reports.dir == dir.file("jobs/out"))
