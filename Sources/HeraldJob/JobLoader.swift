@@ -77,8 +77,8 @@ struct Context {
     func parse(_ root: Node, jobFile: String, overrides: JobOverrides) throws(JobError) -> JobSpec {
         var top = try YAMLMapping(root, path: "", file: file)
         let campaign = try top.requiredString("campaign")
-        guard campaign.utf8.allSatisfy({ isNameByte($0) }), campaign.first != "." else {
-            throw top.error("campaign", "may contain only letters, digits, '.', '_' and '-' (it names files), not \"\(campaign)\"")
+        guard !campaign.isEmpty, CampaignName(campaign).invalidCharacter == nil, campaign.first != "." else {
+            throw top.error("campaign", "may contain only letters, digits, '.', '_', '-' and the placeholders {date}, {week}, {month} (it names files), not \"\(campaign)\"")
         }
         guard var audienceMap = try top.mapping("audience") else { throw JobError(file: file, line: nil, "audience is required") }
         let audience = try parseAudience(&audienceMap)
@@ -94,11 +94,13 @@ struct Context {
             retry.giveUpAfter = try r.duration("give_up_after") ?? retry.giveUpAfter
             try r.finish(known: ["max_attempts", "give_up_after"])
         }
-        // Defaults: state/<campaign>.sqlite and reports/<campaign>/ beside the jobs folder.
+        // Defaults: state/<campaign>.sqlite and reports/<campaign>/ beside the jobs folder. The state
+        // file is named after the campaign as written (placeholders included: one file holds every
+        // period's runs); the reports directory keeps `{campaign}`, resolved per run.
         let besideJobs = baseDir.deletingLastPathComponent()
         var statePath = besideJobs.appendingPathComponent("state/\(campaign).sqlite").standardizedFileURL.path
         if let s = try top.string("state") { statePath = resolve(s) }
-        var reports = ReportsSpec(dir: besideJobs.appendingPathComponent("reports/\(campaign)").standardizedFileURL.path)
+        var reports = ReportsSpec(dir: besideJobs.appendingPathComponent("reports").standardizedFileURL.path + "/{campaign}")
         if let (n, l) = top.node("reports") {
             if case .scalar(let s) = n { reports.dir = resolve(s.string) } else {
                 var m = try YAMLMapping(n, path: "reports", file: file)
@@ -114,9 +116,5 @@ struct Context {
         if let r = overrides.reportsDir { reports.dir = URL(fileURLWithPath: r).standardizedFileURL.path }
         return JobSpec(jobFile: jobFile, campaign: campaign, audience: audience, apns: apns, push: push,
                        throttle: throttle, retry: retry, statePath: statePath, reports: reports)
-    }
-
-    private func isNameByte(_ b: UInt8) -> Bool {
-        (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2E || b == 0x5F || b == 0x2D
     }
 }

@@ -25,3 +25,23 @@ final class CampaignLock {
 
     deinit { flock(fd, LOCK_UN); close(fd) }
 }
+
+extension CampaignLock {
+    /// The pid holding the campaign's lock, if a run holds it. Read from /proc/locks rather than
+    /// by trying the lock: a probe, however brief, could make a run starting at that instant
+    /// exit 75.
+    static func holder(statePath: String) -> Int? {
+        var st = stat()
+        guard stat(statePath + ".lock", &st) == 0,
+              let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        let device = String(format: "%02x:%02x", (st.st_dev >> 8) & 0xfff, (st.st_dev & 0xff) | ((st.st_dev >> 12) & 0xfff00))
+        let id = "\(device):\(st.st_ino)"
+        for line in text.split(separator: "\n") {
+            let f = line.split(separator: " ", omittingEmptySubsequences: true)
+            // "1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF"
+            guard f.count >= 6, f[1] == "FLOCK", f[5] == id else { continue }
+            return Int(f[4])
+        }
+        return nil
+    }
+}

@@ -7,18 +7,42 @@ import HeraldState
 extension CampaignRunner {
     static let ingestBatchRows = 2_000
 
+    /// Makes sure the run's recipients are all recorded before anything is sent. A new run reads
+    /// its audience; a resumed one continues from its checkpoint if the files are unchanged, and
+    /// reads them again as a new pass if they changed (identity is the token: a token already sent
+    /// is never sent again; new recipients are added, vanished undecided ones are not sent).
+    func readAudience(state: RunState, run: RunInfo, renderer: PayloadRenderer) throws(RunFailure) {
+        let current = try AudienceFingerprinter.fingerprints(of: spec.audience.files)
+        var run = run
+        let recorded = try Self.wrap(.usage) { () throws(StateError) in try state.audienceFiles() }
+        if recorded.isEmpty {
+            try Self.wrap(.usage) { () throws(StateError) in try state.recordAudienceFiles(current) }
+        } else {
+            let changes = AudienceFingerprinter.differences(old: recorded, new: current)
+            if !changes.isEmpty {
+                logger.warning("the audience changed since run \(run.runId) first read it: \(changes.joined(separator: "; ")). Reading it again: tokens already sent are not sent again, new ones are added, vanished ones still pending are not sent")
+                try Self.wrap(.usage) { () throws(StateError) in try state.startNewAudiencePass(current) }
+                run = try Self.wrap(.usage) { () throws(StateError) in try state.reload() }
+            }
+        }
+        if !run.ingestComplete {
+            try ingest(into: state, run: run, renderer: renderer)
+        }
+    }
+
     /// Reads every audience file once, renders each recipient's payload and records recipients and
     /// invalid rows in the state file, batch by batch with the checkpoint in the same transaction.
     /// Nothing is sent until the whole audience is read, so a truncated file or a broken header
     /// stops the run before the first push. A resumed ingest skips rows at or before the checkpoint.
-    func ingest(into state: StateStore, run: RunInfo, renderer: PayloadRenderer) throws(RunFailure) {
+    func ingest(into state: RunState, run: RunInfo, renderer: PayloadRenderer) throws(RunFailure) {
         var batch = IngestBatch()
         var total = 0
+        let pass = run.audiencePass
         for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
             let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
             while true {
                 if stopRequested.load(ordering: .relaxed) {
-                    try flush(&batch, state: state, run: run)
+                    try flush(&batch, state: state, pass: pass)
                     throw RunFailure(.incomplete, "stopped by signal while reading the audience; rerun to resume")
                 }
                 guard let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) else { break }
@@ -28,25 +52,25 @@ extension CampaignRunner {
                 case .invalid(let r): line = r.location.line
                 }
                 if index == run.ingestedFile && line <= run.ingestedLine { continue }
-                accept(event, into: &batch, renderer: renderer)
+                accept(event, into: &batch, renderer: renderer, campaign: run.campaign)
                 batch.checkpointFile = index
                 batch.checkpointLine = line
                 total += 1
                 if batch.rows >= Self.ingestBatchRows {
-                    try flush(&batch, state: state, run: run)
+                    try flush(&batch, state: state, pass: pass)
                 }
                 if total % 250_000 == 0 { logger.info("read \(total) audience rows") }
             }
             // Mark the file done even when its last rows were skipped, so a resume starts at the next file.
             batch.checkpointFile = index + 1
             batch.checkpointLine = 0
-            try flush(&batch, state: state, run: run, force: true)
+            try flush(&batch, state: state, pass: pass, force: true)
         }
-        try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(run) }
+        try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(pass: pass) }
         logger.info("audience read: \(total) rows this pass")
     }
 
-    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: PayloadRenderer) {
+    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: PayloadRenderer, campaign: String) {
         batch.rows += 1
         switch event {
         case .invalid(let row):
@@ -58,7 +82,7 @@ extension CampaignRunner {
                 let rid = spec.audience.idField.flatMap { record.fields[$0]?.text } ?? ""
                 batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: rid, payload: bytes,
-                    apnsId: RecipientIdentity.apnsId(campaign: spec.campaign, token: record.token)))
+                    apnsId: RecipientIdentity.apnsId(campaign: campaign, token: record.token)))
             case .skip(let field):
                 batch.invalid.append(InvalidRow(location: record.location, reason: .missingField, field: field,
                                                 detail: "field \(field) is missing; recipient skipped (missing_field: skip_recipient)"))
@@ -68,10 +92,11 @@ extension CampaignRunner {
         }
     }
 
-    private func flush(_ batch: inout IngestBatch, state: StateStore, run: RunInfo, force: Bool = false) throws(RunFailure) {
+    private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false) throws(RunFailure) {
         guard force || !batch.isEmpty else { return }
         let b = batch
-        _ = try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, run: run) }
+        _ = try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass) }
         batch = IngestBatch()
+        CrashPoint.ingest.reached()
     }
 }

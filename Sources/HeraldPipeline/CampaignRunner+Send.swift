@@ -16,11 +16,11 @@ extension CampaignRunner {
 
     /// Claims pending recipients (committed as inflight first), sends them, commits their answers;
     /// until none is left, a fatal answer aborts, or a signal stops it.
-    func send(from state: StateStore, sender: APNsSender) throws(RunFailure) -> SendResult {
+    func send(from state: RunState, campaign: String, sender: APNsSender) throws(RunFailure) -> SendResult {
         let maxAttempts = spec.retry.maxAttempts
         try Self.wrap(.usage) { () throws(StateError) in try state.resetRunAttempts() }
         let topic = spec.apns.topic.hasSuffix(spec.push.type.topicSuffix) ? spec.apns.topic : spec.apns.topic + spec.push.type.topicSuffix
-        let collapseId = RecipientIdentity.collapseId(policy: spec.push.collapseId, campaign: spec.campaign)
+        let collapseId = RecipientIdentity.collapseId(policy: spec.push.collapseId, campaign: campaign)
         let limiter = RateLimiter(perSecond: spec.throttle.rate)
         var sent = 0
         var batchSize = window
@@ -51,6 +51,7 @@ extension CampaignRunner {
             }
             let decision = OutcomeDecision.decide(results: results, claimed: claimed, maxAttempts: maxAttempts)
             try Self.wrap(.incomplete) { () throws(StateError) in try state.record(decision.outcomes) }
+            CrashPoint.send.reached()
             sent += decision.sent
             if decision.refreshToken { sender.token?.invalidate() }
             if let abort = decision.abort {

@@ -23,13 +23,16 @@ public struct RunReport: Sendable {
 public final class CampaignRunner {
     let spec: JobSpec
     let logger: Logger
+    /// `--new-run`: start a new run even though the last one finished.
+    let newRun: Bool
     /// Set by SIGINT/SIGTERM: stop claiming, finish the batch in flight, record it, exit 4.
     let stopRequested = Atomic<Bool>(false)
     var signalSources: [DispatchSourceSignal] = []
 
-    public init(spec: JobSpec, logger: Logger) {
+    public init(spec: JobSpec, logger: Logger, newRun: Bool = false) {
         self.spec = spec
         self.logger = logger
+        self.newRun = newRun
     }
 
     public func requestStop() { stopRequested.store(true, ordering: .relaxed) }
@@ -61,40 +64,47 @@ public final class CampaignRunner {
         }
         defer { withExtendedLifetime(lock) {} }
 
-        let state: StateStore
+        let store: StateStore
         let renderer: PayloadRenderer
+        let run: RunInfo
         do throws(RunFailure) {
             if spec.push.type == .background {
                 throw RunFailure(.usage, "\(spec.jobFile): push.type background is not supported yet (the per-device silent-push budget, throttle.silent_per_device_per_hour, comes first)")
             }
             renderer = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
-            state = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }
+            store = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }
+            run = try Self.wrap(.usage) { () throws(StateError) in
+                try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)
+            }
         } catch {
             report.status = error.status; report.message = error.message
             return report
         }
+        let state = store.run(run)
+        let reportsDir = CampaignName.resolvePath(spec.reports.dir, campaign: run.campaign, startedAt: run.startDate)
+        report.reportsDir = reportsDir
+        let writer = ReportWriter(directory: reportsDir)
+
+        if run.disposition == .finished {
+            return finishedAlready(run, state: state, writer: writer, report: report)
+        }
+        switch run.disposition {
+        case .new: logger.notice("starting run \(run.runId) of campaign \(run.campaign)")
+        default:
+            logger.notice("resuming run \(run.runId) of campaign \(run.campaign), started \(run.startedAt)")
+            if newRun { logger.warning("--new-run: the last run (\(run.runId)) is unfinished and is resumed first; a new run starts once it has finished") }
+        }
 
         var sentThisRun = 0
         var outcome: (ExitStatus, String?) = (.finished, nil)
-        var run: RunInfo?
-        var alreadyFinished = false
         do throws(RunFailure) {
-            let r = try Self.wrap(.usage) { () throws(StateError) in try state.openRun(campaign: spec.campaign) }
-            run = r
-            if r.finishedAt != nil {
-                alreadyFinished = true
-                throw RunFailure(.finished, "campaign \(spec.campaign) already finished (run \(r.runId) at \(r.finishedAt ?? "")): nothing sent; reports regenerated")
-            }
-            if r.resumed { logger.notice("resuming run \(r.runId) of campaign \(spec.campaign)") }
-            if !r.ingestComplete {
-                try ingest(into: state, run: r, renderer: renderer)
-            }
+            try readAudience(state: state, run: run, renderer: renderer)
             let target = try DeliveryTarget(spec: spec)
             defer { target.shutdown() }
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
                 try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
             }
-            let result = try send(from: state, sender: sender)
+            let result = try send(from: state, campaign: run.campaign, sender: sender)
             sentThisRun = result.sent
             outcome = (result.status, result.message)
         } catch {
@@ -102,31 +112,54 @@ public final class CampaignRunner {
         }
 
         // Reports are written from the state file whatever happened after the run was opened.
-        guard let openedRun = run ?? (try? state.lastRun()) ?? nil else {
-            report.status = outcome.0; report.message = outcome.1
-            return report
-        }
-        if outcome.0 == .finished && !alreadyFinished {
+        if outcome.0 == .finished {
             do {
-                try state.finishRun(openedRun)
+                try state.finish()
             } catch {
                 outcome = (.incomplete, error.description)
             }
         }
         let elapsed = Date().timeIntervalSince(started)
-        let extras = alreadyFinished ? SummaryExtras(exitCode: 0) : SummaryExtras(durationSeconds: elapsed, sendsPerSecond: elapsed > 0 ? Double(sentThisRun) / elapsed : nil,
+        let extras = SummaryExtras(durationSeconds: elapsed, sendsPerSecond: elapsed > 0 ? Double(sentThisRun) / elapsed : nil,
                                    exitCode: Int(outcome.0.rawValue))
         do {
             // Read back once: counts and finished_at as committed, not as this process remembers them.
-            let current = ((try? state.lastRun()) ?? nil) ?? openedRun
-            report.summary = try ReportWriter(directory: spec.reports.dir)
-                .write(state: state, campaign: spec.campaign, run: current, finishedAt: current.finishedAt, extra: extras)
+            let current = try state.reload()
+            report.summary = try writer.write(state: state, campaign: current.campaign, run: current, finishedAt: current.finishedAt, extra: extras)
         } catch {
             let message = "reports not written: \(error)"
             outcome = (outcome.0 == .finished ? .incomplete : outcome.0, [outcome.1, message].compactMap { $0 }.joined(separator: "; "))
         }
         report.status = outcome.0
         report.message = outcome.1
+        return report
+    }
+
+    /// A finished campaign run again sends nothing; its reports are rewritten only if one is
+    /// missing or was left partial by a crash while they were written.
+    func finishedAlready(_ run: RunInfo, state: RunState, writer: ReportWriter, report: RunReport) -> RunReport {
+        var report = report
+        let finishedAt = run.finishedAt ?? ""
+        var what = "campaign \(run.campaign) already finished (run \(run.runId) at \(finishedAt)): nothing sent"
+        do {
+            if writer.isComplete(runId: run.runId, finishedAt: finishedAt) {
+                report.summary = try writer.summary(state: state, run: run, extra: SummaryExtras(exitCode: 0))
+                what += "; reports are complete"
+            } else {
+                report.summary = try writer.write(state: state, campaign: run.campaign, run: run, finishedAt: run.finishedAt,
+                                                  extra: SummaryExtras(exitCode: 0))
+                what += "; missing or partial reports regenerated"
+            }
+            if CampaignName(spec.campaign).isPeriodic {
+                what += "; the next period's campaign starts when its name (\(spec.campaign)) changes, or with --new-run"
+            } else {
+                what += "; use --new-run to send it again"
+            }
+            report.message = what
+        } catch {
+            report.status = .incomplete
+            report.message = "\(what); reports not written: \(error)"
+        }
         return report
     }
 

@@ -18,9 +18,10 @@ public struct ReportWriter {
 
     /// Writes all three reports and returns the summary that went into summary.json.
     @discardableResult
-    public func write(state: StateStore, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras = SummaryExtras()) throws -> Summary {
+    public func write(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras = SummaryExtras()) throws -> Summary {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
+        removeLeftovers()
         let deliveries = try AtomicFile(path: deliveriesPath)
         try deliveries.write(CSV.line(Self.deliveriesColumns))
         try state.forEachDelivery { d throws in
@@ -31,6 +32,7 @@ public struct ReportWriter {
             ]))
         }
         try deliveries.commit()
+        CrashPoint.report.reached()
 
         let invalid = try AtomicFile(path: invalidPath)
         try invalid.write(CSV.line(Self.invalidColumns))
@@ -38,11 +40,40 @@ public struct ReportWriter {
             try invalid.write(CSV.line([row.location.file, String(row.location.line), row.reason.rawValue, row.field]))
         }
         try invalid.commit()
+        CrashPoint.report.reached()
 
         let summary = try Summary.make(state: state, campaign: campaign, run: run, finishedAt: finishedAt, extra: extra)
         let file = try AtomicFile(path: summaryPath)
         try file.write(summary.json)
         try file.commit()
         return summary
+    }
+
+    /// The summary of a run as the state file has it, without writing anything.
+    public func summary(state: RunState, run: RunInfo, extra: SummaryExtras = SummaryExtras()) throws -> Summary {
+        try Summary.make(state: state, campaign: run.campaign, run: run, finishedAt: run.finishedAt, extra: extra)
+    }
+
+    /// The report files, in the order they are written (summary.json last: its presence with the
+    /// run's id and end time means the set is complete).
+    public var paths: [String] { [deliveriesPath, invalidPath, summaryPath] }
+
+    /// Whether the reports of a finished run are all there: written completely (each is renamed
+    /// into place only when whole) for this run.
+    public func isComplete(runId: String, finishedAt: String) -> Bool {
+        guard paths.allSatisfy({ FileManager.default.fileExists(atPath: $0) }),
+              let data = FileManager.default.contents(atPath: summaryPath),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return false }
+        return object["run_id"] as? String == runId && object["finished_at"] as? String == finishedAt
+    }
+
+    /// Temporary files a killed writer left behind (`<report>.tmp-<pid>`). The caller holds the
+    /// campaign's lock, so no live writer owns them.
+    func removeLeftovers() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        let reports = paths.map { ($0 as NSString).lastPathComponent + ".tmp-" }
+        for name in names where reports.contains(where: { name.hasPrefix($0) }) {
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
+        }
     }
 }

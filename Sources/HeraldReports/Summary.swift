@@ -26,11 +26,15 @@ public struct Summary: Sendable {
     public var byStatus: [RecipientStatus: Int]
     public var byReason: [String: Int]
     public var invalidByReason: [String: Int]
+    /// The audience files changed while the run was unfinished (a resume read them again).
+    public var audienceChanged: Bool = false
+    public var newRecipients: Int = 0
+    public var vanishedRecipients: Int = 0
     public var extra: SummaryExtras
 
     public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
 
-    static func make(state: StateStore, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras) throws -> Summary {
+    static func make(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras) throws -> Summary {
         let stored = try state.statusCounts()
         var byStatus: [RecipientStatus: Int] = [:]
         for s in RecipientStatus.allCases { byStatus[s] = 0 }
@@ -40,13 +44,16 @@ public struct Summary: Sendable {
         // rows = valid + invalid; valid = distinct + duplicates (every valid row is either the first of its token or a duplicate).
         return Summary(campaign: campaign, runId: run.runId, startedAt: run.startedAt, finishedAt: finishedAt,
                        rows: run.rows, valid: run.rows - invalid, distinct: distinct, invalid: invalid, duplicates: run.duplicates,
-                       byStatus: byStatus, byReason: try state.reasonCounts(), invalidByReason: try state.invalidCounts(), extra: extra)
+                       byStatus: byStatus, byReason: try state.reasonCounts(), invalidByReason: try state.invalidCounts(),
+                       audienceChanged: run.audienceChanged, newRecipients: run.newRecipients,
+                       vanishedRecipients: run.vanishedRecipients, extra: extra)
     }
 
     /// What herald does with a reason, from the one reason table in HeraldCore (`gave_up` and
     /// connection errors are herald's own).
     static func action(for reason: String) -> String {
         if reason == "gave_up" { return "gave_up" }
+        if reason == "vanished_from_audience" { return "not_sent" }
         if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
         if reason.hasPrefix("HTTP ") { return "unknown" }
         return APNsReason(reason).entry?.action.rawValue ?? "unknown"
@@ -68,6 +75,9 @@ public struct Summary: Sendable {
             .init("counts", .object(counts)), .init("by_reason", dict(byReason)), .init("invalid_by_reason", dict(invalidByReason)),
             .init("reason_actions", .object(byReason.keys.sorted().map { JSONValue.Member($0, .string(Self.action(for: $0))) })),
         ]
+        members.append(.init("audience_changed", .bool(audienceChanged)))
+        members.append(.init("new_recipients", .number(String(newRecipients))))
+        members.append(.init("vanished_recipients", .number(String(vanishedRecipients))))
         if let d = extra.durationSeconds { members.append(.init("duration_seconds", .number(String(format: "%.3f", d)))) }
         if let r = extra.sendsPerSecond { members.append(.init("sends_per_second", .number(String(format: "%.1f", r)))) }
         if let e = extra.exitCode { members.append(.init("exit_code", .number(String(e)))) }

@@ -51,6 +51,64 @@ enum StateSchema {
                 );
                 """)
         }
+        // Several runs per state file: a recurring (`{date}`) campaign or `--new-run` starts a new run
+        // of the same job, each with its own recipients. Recipients become unique per (run, token);
+        // SQLite cannot change a UNIQUE constraint in place, so the table is rebuilt, rows kept.
+        // `seen_pass`/`added_pass` tell, after the audience changed under a resumed run, which
+        // recipients are new and which vanished. `audience_file` holds each run's input fingerprints.
+        m.registerMigration("2-runs-and-audience-fingerprints") { db in
+            try db.execute(sql: """
+                ALTER TABLE run ADD COLUMN campaign_template TEXT NOT NULL DEFAULT '';
+                ALTER TABLE run ADD COLUMN audience_pass INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE run ADD COLUMN new_recipients INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN vanished_recipients INTEGER NOT NULL DEFAULT 0;
+                UPDATE run SET campaign_template = campaign;
+                ALTER TABLE recipient RENAME TO recipient_v1;
+                CREATE TABLE recipient (
+                    seq INTEGER PRIMARY KEY,
+                    run INTEGER NOT NULL,
+                    token TEXT NOT NULL,
+                    file TEXT NOT NULL,
+                    line INTEGER NOT NULL,
+                    recipient_id TEXT NOT NULL DEFAULT '',
+                    payload BLOB NOT NULL,
+                    apns_id TEXT NOT NULL,
+                    status TEXT NOT NULL DEFAULT 'pending',
+                    http_status INTEGER,
+                    reason TEXT NOT NULL DEFAULT '',
+                    response_apns_id TEXT,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    run_attempts INTEGER NOT NULL DEFAULT 0,
+                    first_attempt_at TEXT,
+                    last_attempt_at TEXT,
+                    retry_at REAL,
+                    invalidated_at INTEGER,
+                    seen_pass INTEGER NOT NULL DEFAULT 1,
+                    added_pass INTEGER NOT NULL DEFAULT 1,
+                    UNIQUE (run, token)
+                );
+                INSERT INTO recipient (seq, run, token, file, line, recipient_id, payload, apns_id, status, http_status, reason,
+                                       response_apns_id, attempts, run_attempts, first_attempt_at, last_attempt_at, retry_at, invalidated_at)
+                    SELECT seq, COALESCE((SELECT MAX(id) FROM run), 1), token, file, line, recipient_id, payload, apns_id, status,
+                           http_status, reason, response_apns_id, attempts, run_attempts, first_attempt_at, last_attempt_at,
+                           retry_at, invalidated_at FROM recipient_v1;
+                DROP TABLE recipient_v1;
+                CREATE INDEX recipient_status ON recipient(run, status, seq);
+                ALTER TABLE invalid_row ADD COLUMN run INTEGER NOT NULL DEFAULT 0;
+                UPDATE invalid_row SET run = COALESCE((SELECT MAX(id) FROM run), 1);
+                CREATE INDEX invalid_row_run ON invalid_row(run, id);
+                CREATE TABLE audience_file (
+                    run INTEGER NOT NULL,
+                    idx INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    path TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    mtime REAL NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    PRIMARY KEY (run, idx)
+                );
+                """)
+        }
         return m
     }
 }

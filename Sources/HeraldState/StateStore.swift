@@ -11,25 +11,46 @@ public final class StateStore: Sendable {
     public let path: String
     let db: DatabaseQueue
 
-    public init(path: String) throws(StateError) {
+    /// How commits reach the disk. `full` (the default, and what `herald run` uses) survives a
+    /// power loss; `normal` only a crash of the process, and exists so the benchmark can show
+    /// what FULL costs.
+    public enum Durability: Sendable { case full, normal }
+
+    /// Opens (creating it 0600 if needed) and migrates the state file. `readOnly` opens an
+    /// existing file without writing, for `herald status` beside a running campaign.
+    public init(path: String, readOnly: Bool = false, durability: Durability = .full) throws(StateError) {
         self.path = path
         do {
-            let dir = (path as NSString).deletingLastPathComponent
-            try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
-            // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
-            if !FileManager.default.fileExists(atPath: path) {
-                let fd = open(path, O_CREAT | O_WRONLY, 0o600)
-                guard fd >= 0 else { throw StateError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
-                close(fd)
+            if readOnly {
+                guard FileManager.default.fileExists(atPath: path) else {
+                    throw StateError(path: path, message: "no state file yet: the campaign has never run")
+                }
+            } else {
+                let dir = (path as NSString).deletingLastPathComponent
+                try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
+                // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
+                if !FileManager.default.fileExists(atPath: path) {
+                    let fd = open(path, O_CREAT | O_WRONLY, 0o600)
+                    guard fd >= 0 else { throw StateError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
+                    close(fd)
+                }
             }
             var config = Configuration()
+            config.readonly = readOnly
             config.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = FULL")
+                try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+                // A bounded page cache (32 MiB): the unique (run, token) index of a million recipients
+                // stays mostly in memory without memory growing with the audience beyond it.
+                try db.execute(sql: "PRAGMA cache_size = -32768")
             }
             config.busyMode = .timeout(5)
             db = try DatabaseQueue(path: path, configuration: config)
-            _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-            try StateSchema.migrator.migrate(db)
+            if !readOnly {
+                _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+                try StateSchema.migrator.migrate(db)
+            } else if try db.read({ db in try !StateSchema.migrator.hasCompletedMigrations(db) }) {
+                throw StateError(path: path, message: "written by an older herald; run `herald run` once to upgrade it")
+            }
         } catch {
             throw StateError(path: path, error)
         }
@@ -45,67 +66,60 @@ public final class StateStore: Sendable {
 
     // MARK: Runs
 
-    /// The run to continue: the last one if there is any (finished or not), else a new one.
-    /// A finished run is returned as such: the campaign sends nothing more.
-    public func openRun(campaign: String, now: Date = Date()) throws(StateError) -> RunInfo {
+    /// The run this invocation works on. The last run of the job, if unfinished, is always
+    /// resumed first (a rerun after midnight finishes yesterday's `{date}` campaign instead of
+    /// starting today's). A finished last run is returned as finished, so nothing more is sent,
+    /// unless the campaign's name for `now` differs (a new period) or `newRun` asks for a new run.
+    public func openRun(campaign: CampaignName, newRun: Bool = false, now: Date = Date()) throws(StateError) -> RunInfo {
         try write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1") {
-                return RunInfo(row: row, resumed: true)
+                let last = RunInfo(row: row, disposition: .resumed)
+                if last.finishedAt == nil { return last }
+                if !newRun && last.campaign == campaign.resolved(at: now) {
+                    return RunInfo(row: row, disposition: .finished)
+                }
             }
             let runId = UUID().uuidString.lowercased()
-            try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at) VALUES (?, ?, ?)",
-                           arguments: [runId, campaign, Timestamp.iso(now)])
+            try db.execute(sql: "INSERT INTO run (run_id, campaign, campaign_template, started_at) VALUES (?, ?, ?, ?)",
+                           arguments: [runId, campaign.resolved(at: now), campaign.template, Timestamp.iso(now)])
             let row = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [db.lastInsertedRowID])!
-            return RunInfo(row: row, resumed: false)
+            return RunInfo(row: row, disposition: .new)
         }
     }
 
     /// The last run, finished or not (for reports).
     public func lastRun() throws(StateError) -> RunInfo? {
-        try read { db in try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1").map { RunInfo(row: $0, resumed: true) } }
+        try read { db in try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1").map { RunInfo(row: $0, disposition: .resumed) } }
     }
 
-    public func finishRun(_ run: RunInfo, now: Date = Date()) throws(StateError) {
-        try write { db in
-            try db.execute(sql: "UPDATE run SET finished_at = ? WHERE id = ?", arguments: [Timestamp.iso(now), run.id])
+    /// Every run of the job, oldest first (for `herald status`).
+    public func runs() throws(StateError) -> [RunInfo] {
+        try read { db in try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id").map { RunInfo(row: $0, disposition: .resumed) } }
+    }
+
+    /// The run as committed now (counters and checkpoint move as it goes).
+    public func reload(_ run: RunInfo) throws(StateError) -> RunInfo {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [run.id]) else {
+                throw StateError(path: path, message: "run \(run.runId) is missing from the state file")
+            }
+            return RunInfo(row: row, disposition: run.disposition)
         }
     }
 
-    // MARK: Ingest
-
-    /// Records one batch of audience rows and moves the checkpoint, atomically: after a crash the
-    /// rows before the checkpoint are all recorded and none after it is.
-    public func ingest(_ batch: IngestBatch, run: RunInfo) throws(StateError) -> (added: Int, duplicates: Int) {
-        try write { db in
-            let insert = try db.cachedStatement(sql: """
-                INSERT OR IGNORE INTO recipient (token, file, line, recipient_id, payload, apns_id) VALUES (?, ?, ?, ?, ?, ?)
-                """)
-            var added = 0
-            var duplicates = 0
-            for r in batch.recipients {
-                try insert.execute(arguments: [r.token.hex, r.location.file, r.location.line, r.recipientId, Data(r.payload), r.apnsId])
-                if db.changesCount == 1 { added += 1 } else { duplicates += 1 }
-            }
-            let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?)")
-            for row in batch.invalid {
-                try invalid.execute(arguments: [row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
-            }
-            try db.execute(sql: """
-                UPDATE run SET rows = rows + ?, duplicates = duplicates + ?, ingested_file = ?, ingested_line = ? WHERE id = ?
-                """, arguments: [batch.rows, duplicates, batch.checkpointFile, batch.checkpointLine, run.id])
-            return (added, duplicates)
-        }
-    }
-
-    public func markIngestComplete(_ run: RunInfo) throws(StateError) {
-        try write { db in try db.execute(sql: "UPDATE run SET ingest_complete = 1 WHERE id = ?", arguments: [run.id]) }
-    }
+    /// Per-run operations (recipients, checkpoints, counts).
+    public func run(_ info: RunInfo) -> RunState { RunState(store: self, id: info.id) }
 }
 
 /// The run being executed or resumed.
 public struct RunInfo: Sendable {
+    /// How `openRun` found it.
+    public enum Disposition: Sendable { case new, resumed, finished }
+
     public let id: Int64
     public let runId: String
+    /// The campaign's resolved name (periods filled in when the run first started).
+    public let campaign: String
     public let startedAt: String
     public let finishedAt: String?
     public let ingestComplete: Bool
@@ -114,14 +128,24 @@ public struct RunInfo: Sendable {
     public let ingestedLine: Int
     public let rows: Int
     public let duplicates: Int
-    public let resumed: Bool
+    /// 1, plus one for every time a resume found the audience files changed and read them again.
+    public let audiencePass: Int
+    public let newRecipients: Int
+    public let vanishedRecipients: Int
+    public let disposition: Disposition
 
-    init(row: Row, resumed: Bool) {
-        id = row["id"]; runId = row["run_id"]; startedAt = row["started_at"]; finishedAt = row["finished_at"]
+    public var resumed: Bool { disposition != .new }
+    public var audienceChanged: Bool { audiencePass > 1 }
+    /// When the run started, for resolving its period placeholders.
+    public var startDate: Date { Timestamp.date(startedAt) ?? Date() }
+
+    init(row: Row, disposition: Disposition) {
+        id = row["id"]; runId = row["run_id"]; campaign = row["campaign"]; startedAt = row["started_at"]; finishedAt = row["finished_at"]
         ingestComplete = (row["ingest_complete"] as Int) != 0
         ingestedFile = row["ingested_file"]; ingestedLine = row["ingested_line"]
         rows = row["rows"]; duplicates = row["duplicates"]
-        self.resumed = resumed
+        audiencePass = row["audience_pass"]; newRecipients = row["new_recipients"]; vanishedRecipients = row["vanished_recipients"]
+        self.disposition = disposition
     }
 }
 
@@ -152,5 +176,11 @@ enum Timestamp {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return f.string(from: d)
+    }
+
+    static func date(_ s: String) -> Date? {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.date(from: s)
     }
 }

@@ -36,7 +36,7 @@ import Testing
         #expect(spec.push.type == .alert && spec.push.priority == 10)
         // Defaults: state/<campaign>.sqlite and reports/<campaign>/ beside the jobs folder.
         #expect(spec.statePath == dir.file("state/spring-sale-2026.sqlite"))
-        #expect(spec.reports.dir == dir.file("reports/spring-sale-2026"))
+        #expect(spec.reports.dir == dir.file("reports") + "/{campaign}", "resolved per run: {campaign} is the run's resolved name")
         #expect(spec.retry == RetrySpec(maxAttempts: 5, giveUpAfter: 86_400))
         // Template keeps the written key order.
         #expect(spec.push.template.compactText == #"{"aps":{"alert":{"title":"Hi {{first_name}}","body":"x"},"badge":1}}"#)
@@ -95,6 +95,7 @@ import Testing
         let cases: [(String, String, String)] = [
             ("  endpoint: sandbox", "  endpoint: staging", "apns.endpoint must be production, sandbox, simulator or an https://host:port URL"),
             ("campaign: spring-sale-2026", "campaign: spring sale/2026", "campaign may contain only"),
+            ("campaign: spring-sale-2026", "campaign: daily-{day}", "campaign may contain only"),
             ("push:\n", "push:\n  type: background\n  priority: 10\n", "apns-push-type"),
             ("team_id: DEF123GHIJ", "team_id: SHORT", "team_id must be Apple's 10-character identifier"),
         ]
@@ -107,6 +108,14 @@ import Testing
                 #expect(error.message.contains(expected), "\(error)")
             }
         }
+    }
+
+    @Test func periodicCampaignKeepsItsTemplateForTheStateFile() throws {
+        let path = try setup(Self.minimal.replacingOccurrences(of: "campaign: spring-sale-2026", with: "campaign: daily-{date}"))
+        let spec = try JobLoader.load(path: path)
+        #expect(spec.campaign == "daily-{date}")
+        #expect(spec.statePath == dir.file("state/daily-{date}.sqlite"), "one state file holds every period's runs")
+        #expect(CampaignName(spec.campaign).isPeriodic)
     }
 
     @Test func durationsAndExpirations() throws {

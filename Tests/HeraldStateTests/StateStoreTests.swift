@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
-import HeraldState
+@testable import HeraldState
+import GRDB
 import HeraldTestSupport
 import Testing
 
@@ -21,15 +22,15 @@ import Testing
         #expect(mode == 0o600)
         // Opening again runs no migration twice and keeps the data.
         let s = try StateStore(path: path)
-        let run = try s.openRun(campaign: "c")
-        _ = try s.ingest({ var b = IngestBatch(); b.recipients = [recipient(1)]; b.rows = 1; return b }(), run: run)
+        let run = try s.openRun(campaign: CampaignName("c"))
+        try s.run(run).ingest({ var b = IngestBatch(); b.recipients = [recipient(1)]; b.rows = 1; return b }())
         let again = try StateStore(path: path)
-        #expect(try again.recipientCount() == 1)
+        #expect(try again.run(run).recipientCount() == 1)
     }
 
     @Test func ingestDeduplicatesAndMovesTheCheckpointAtomically() throws {
         let s = try StateStore(path: dir.file("c.sqlite"))
-        let run = try s.openRun(campaign: "c")
+        let run = try s.openRun(campaign: CampaignName("c"))
         #expect(!run.resumed)
         var b = IngestBatch()
         b.recipients = [recipient(1), recipient(2), recipient(1, line: 10)]
@@ -37,34 +38,34 @@ import Testing
         b.rows = 4
         b.checkpointFile = 0
         b.checkpointLine = 10
-        let r = try s.ingest(b, run: run)
+        let r = try s.run(run).ingest(b)
         #expect(r.added == 2 && r.duplicates == 1)
-        let resumed = try s.openRun(campaign: "c")
+        let resumed = try s.openRun(campaign: CampaignName("c"))
         #expect(resumed.resumed && resumed.id == run.id)
         #expect(resumed.rows == 4 && resumed.duplicates == 1)
         #expect(resumed.ingestedFile == 0 && resumed.ingestedLine == 10)
-        #expect(try s.invalidCounts() == ["invalid_token": 1])
+        #expect(try s.run(run).invalidCounts() == ["invalid_token": 1])
         var lines: [Int] = []
-        try s.forEachDelivery { lines.append($0.line) }
+        try s.run(run).forEachDelivery { lines.append($0.line) }
         #expect(lines == [2, 3], "first occurrence wins, in audience order")
     }
 
     @Test func claimCommitsInflightBeforeReturningAndResumesInflight() throws {
         let path = dir.file("c.sqlite")
         let s = try StateStore(path: path)
-        let run = try s.openRun(campaign: "c")
+        let run = try s.openRun(campaign: CampaignName("c"))
         var b = IngestBatch()
         b.recipients = (1...5).map { recipient($0) }
         b.rows = 5
-        _ = try s.ingest(b, run: run)
-        let first = try s.claim(limit: 3)
+        _ = try s.run(run).ingest(b)
+        let first = try s.run(run).claim(limit: 3)
         #expect(first.map(\.token) == [token(1), token(2), token(3)])
         #expect(first.allSatisfy { $0.attempts == 1 })
         // A second process (a crash-resumed run) sees them inflight, on disk.
         let other = try StateStore(path: path)
-        #expect(try other.statusCounts() == [.inflight: 3, .pending: 2])
-        try other.resetRunAttempts()
-        let again = try other.claim(limit: 10)
+        #expect(try other.run(run).statusCounts() == [.inflight: 3, .pending: 2])
+        try other.run(run).resetRunAttempts()
+        let again = try other.run(run).claim(limit: 10)
         #expect(again.count == 5, "inflight rows (outcome unknown) are claimed again with pending ones")
         #expect(again.first { $0.token == token(1) }?.attempts == 2)
         #expect(again.first { $0.token == token(1) }?.apnsId == first[0].apnsId, "same apns-id on every attempt")
@@ -72,25 +73,25 @@ import Testing
 
     @Test func outcomesRetriesAndRelease() throws {
         let s = try StateStore(path: dir.file("c.sqlite"))
-        let run = try s.openRun(campaign: "c")
+        let run = try s.openRun(campaign: CampaignName("c"))
         var b = IngestBatch()
         b.recipients = (1...4).map { recipient($0) }
         b.rows = 4
-        _ = try s.ingest(b, run: run)
-        _ = try s.claim(limit: 4, maxAttempts: 2)
+        _ = try s.run(run).ingest(b)
+        _ = try s.run(run).claim(limit: 4, maxAttempts: 2)
         let later = Date().addingTimeInterval(3600)
-        try s.record([
+        try s.run(run).record([
             AttemptOutcome(token: token(1), status: .sent, httpStatus: 200, responseApnsId: "x"),
             AttemptOutcome(token: token(2), status: .failed, httpStatus: 410, reason: "Unregistered", invalidatedAt: 1_700_000_000_000),
             AttemptOutcome(token: token(3), status: .retry, httpStatus: 503, reason: "ServiceUnavailable", retryAt: later),
         ])
-        try s.release([token(4)])
-        #expect(try s.statusCounts() == [.sent: 1, .failed: 1, .retry: 1, .pending: 1])
-        #expect(try s.claim(limit: 10, maxAttempts: 2).map(\.token) == [token(4)], "retry waits for its time")
-        #expect(try s.nextRetryTime(maxAttempts: 2).map { abs($0.timeIntervalSince(later)) < 1 } == true)
-        #expect(try s.reasonCounts() == ["Unregistered": 1, "ServiceUnavailable": 1])
+        try s.run(run).release([token(4)])
+        #expect(try s.run(run).statusCounts() == [.sent: 1, .failed: 1, .retry: 1, .pending: 1])
+        #expect(try s.run(run).claim(limit: 10, maxAttempts: 2).map(\.token) == [token(4)], "retry waits for its time")
+        #expect(try s.run(run).nextRetryTime(maxAttempts: 2).map { abs($0.timeIntervalSince(later)) < 1 } == true)
+        #expect(try s.run(run).reasonCounts() == ["Unregistered": 1, "ServiceUnavailable": 1])
         var rows: [String: DeliveryRow] = [:]
-        try s.forEachDelivery { rows[$0.token] = $0 }
+        try s.run(run).forEachDelivery { rows[$0.token] = $0 }
         #expect(rows[token(2).hex]?.invalidatedAt == 1_700_000_000_000)
         #expect(rows[token(4).hex]?.attempts == 1, "a released recipient's attempt is not held against it")
         #expect(rows[token(1).hex]?.status.reportStatus == .sent)
@@ -99,9 +100,110 @@ import Testing
 
     @Test func finishedRunIsReturnedAsFinished() throws {
         let s = try StateStore(path: dir.file("c.sqlite"))
-        let run = try s.openRun(campaign: "c")
-        try s.finishRun(run)
-        let again = try s.openRun(campaign: "c")
-        #expect(again.id == run.id && again.finishedAt != nil)
+        let run = try s.openRun(campaign: CampaignName("c"))
+        try s.run(run).finish()
+        let again = try s.openRun(campaign: CampaignName("c"))
+        #expect(again.id == run.id && again.finishedAt != nil && again.disposition == .finished)
+    }
+
+    func batch(_ ids: [Int], line: Int = 0) -> IngestBatch {
+        var b = IngestBatch()
+        b.recipients = ids.map { recipient($0) }
+        b.rows = ids.count
+        b.checkpointFile = 0
+        b.checkpointLine = line
+        return b
+    }
+
+    @Test func newRunAndNewPeriodStartAfreshButAnUnfinishedRunIsResumedFirst() throws {
+        let s = try StateStore(path: dir.file("daily.sqlite"))
+        let daily = CampaignName("daily-{date}")
+        let day1 = Date(timeIntervalSince1970: 1_763_683_200)  // 2025-11-21T00:00:00Z
+        let first = try s.openRun(campaign: daily, now: day1.addingTimeInterval(23 * 3600))
+        #expect(first.campaign == "daily-2025-11-21" && first.disposition == .new)
+        try s.run(first).ingest(batch([1, 2]))
+        // After midnight, the unfinished run of yesterday is resumed, not a second campaign started.
+        let rerun = try s.openRun(campaign: daily, now: day1.addingTimeInterval(25 * 3600))
+        #expect(rerun.id == first.id && rerun.disposition == .resumed && rerun.campaign == "daily-2025-11-21")
+        // --new-run does not abandon an unfinished run either.
+        #expect(try s.openRun(campaign: daily, newRun: true, now: day1.addingTimeInterval(25 * 3600)).id == first.id)
+        try s.run(first).finish()
+        // Same day again: finished, nothing to do.
+        #expect(try s.openRun(campaign: daily, now: day1.addingTimeInterval(23.5 * 3600)).disposition == .finished)
+        // Next day: a new run with its own recipients (the same tokens are sent again).
+        let second = try s.openRun(campaign: daily, now: day1.addingTimeInterval(26 * 3600))
+        #expect(second.disposition == .new && second.campaign == "daily-2025-11-22" && second.id != first.id)
+        let added = try s.run(second).ingest(batch([1, 2, 3]))
+        #expect(added.added == 3 && added.duplicates == 0)
+        #expect(try s.run(second).recipientCount() == 3 && s.run(first).recipientCount() == 2)
+        #expect(try s.run(second).claim(limit: 10).count == 3, "claims only this run's recipients")
+        #expect(try s.run(first).statusCounts() == [.pending: 2])
+        try s.run(second).finish()
+        // A fixed name with --new-run starts again too.
+        let plain = try StateStore(path: dir.file("plain.sqlite"))
+        let p1 = try plain.openRun(campaign: CampaignName("plain"))
+        try plain.run(p1).finish()
+        #expect(try plain.openRun(campaign: CampaignName("plain")).disposition == .finished)
+        let p2 = try plain.openRun(campaign: CampaignName("plain"), newRun: true)
+        #expect(p2.disposition == .new && p2.id != p1.id)
+        #expect(try plain.runs().map(\.id) == [p1.id, p2.id])
+    }
+
+    @Test func aChangedAudienceIsReadAgainByTokenIdentity() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        let r = s.run(run)
+        let v1 = [AudienceFingerprint(name: "a.csv", path: "/x/a.csv", size: 10, mtime: 1, sha256: "aa")]
+        try r.recordAudienceFiles(v1)
+        try r.ingest(batch([1, 2, 3, 4], line: 5))
+        try r.markIngestComplete()
+        _ = try r.claim(limit: 2)  // 1 and 2 inflight
+        try r.record([AttemptOutcome(token: token(1), status: .sent, httpStatus: 200)])
+        // The file changes: 2 (inflight) and 3 (pending) vanish, 5 is new, 1 and 4 stay.
+        let v2 = [AudienceFingerprint(name: "a.csv", path: "/x/a.csv", size: 12, mtime: 2, sha256: "bb")]
+        try r.startNewAudiencePass(v2)
+        let again = try r.reload()
+        #expect(again.audiencePass == 2 && !again.ingestComplete && again.rows == 0 && again.ingestedFile == -1)
+        #expect(try r.audienceFiles() == v2)
+        var b = batch([1, 4, 5, 4], line: 5)
+        b.invalid = [InvalidRow(location: RowLocation(file: "a.csv", line: 6), reason: .invalidToken, field: "token", detail: "x")]
+        b.rows = 5
+        let counted = try r.ingest(b, pass: 2)
+        #expect(counted.duplicates == 1, "a token twice in the new pass is a duplicate; a token from the earlier pass is not")
+        try r.markIngestComplete(pass: 2)
+        let done = try r.reload()
+        #expect(done.newRecipients == 1 && done.vanishedRecipients == 2 && done.audienceChanged)
+        #expect(done.rows == 5 && done.duplicates == 1)
+        var byToken: [String: DeliveryRow] = [:]
+        try r.forEachDelivery { byToken[$0.token] = $0 }
+        #expect(byToken[token(1).hex]?.status == .sent, "a sent token stays sent and is not sent again")
+        #expect(byToken[token(2).hex]?.status == .suppressed && byToken[token(2).hex]?.reason == "vanished_from_audience")
+        #expect(byToken[token(3).hex]?.status == .suppressed)
+        #expect(byToken[token(4).hex]?.status == .pending && byToken[token(5).hex]?.status == .pending)
+        #expect(try r.claim(limit: 10).map(\.token) == [token(4), token(5)])
+    }
+
+    @Test func aVersionOneStateFileIsUpgradedInPlace() throws {
+        let path = dir.file("old.sqlite")
+        do {
+            let db = try DatabaseQueue(path: path)
+            try StateSchema.migrator.migrate(db, upTo: "1-initial")
+            try db.write { db in
+                try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at) VALUES ('r1', 'old', '2026-01-01T00:00:00.000Z')")
+                try db.execute(sql: "INSERT INTO recipient (token, file, line, payload, apns_id, status) VALUES ('ab', 'a.csv', 2, x'7b7d', 'id1', 'sent')")
+                try db.execute(sql: "INSERT INTO invalid_row (file, line, reason, token_field, detail) VALUES ('a.csv', 3, 'invalid_token', 'token', 'x')")
+            }
+        }
+        let s = try StateStore(path: path)
+        let run = try #require(try s.lastRun())
+        #expect(run.campaign == "old" && run.audiencePass == 1)
+        #expect(try s.run(run).statusCounts() == [.sent: 1])
+        #expect(try s.run(run).invalidRowCount() == 1)
+        #expect(try StateStore(path: path, readOnly: true).runs().count == 1)
+    }
+
+    @Test func readOnlyOpenOfAMissingFileSaysTheCampaignNeverRan() {
+        #expect(throws: StateError.self) { try StateStore(path: dir.file("none.sqlite"), readOnly: true) }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("none.sqlite")))
     }
 }

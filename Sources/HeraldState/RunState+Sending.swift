@@ -29,7 +29,7 @@ public struct AttemptOutcome: Sendable {
     }
 }
 
-extension StateStore {
+extension RunState {
     /// Takes up to `limit` sendable recipients in audience order and commits them as `inflight`
     /// (attempt counted) before returning: what leaves the process is always on disk first.
     /// `inflight` rows left by a crashed run are taken again (outcome unknown: resent with the same apns-id).
@@ -39,12 +39,12 @@ extension StateStore {
             // statuses would scan every sent row on every claim, quadratic in the audience.
             var rows: [Row] = []
             for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND retry_at <= ?")] where rows.count < limit {
-                var arguments: StatementArguments = [status, maxAttempts]
+                var arguments: StatementArguments = [id, status, maxAttempts]
                 if !extra.isEmpty { _ = arguments.append(contentsOf: [now.timeIntervalSince1970]) }
                 _ = arguments.append(contentsOf: [limit - rows.count])
                 rows += try Row.fetchAll(db, sql: """
                     SELECT seq, token, payload, apns_id, attempts FROM recipient
-                    WHERE status = ? AND run_attempts < ?\(extra) ORDER BY seq LIMIT ?
+                    WHERE run = ? AND status = ? AND run_attempts < ?\(extra) ORDER BY seq LIMIT ?
                     """, arguments: arguments)
             }
             let stamp = Timestamp.iso(now)
@@ -67,14 +67,14 @@ extension StateStore {
     /// The earliest time a `retry` recipient with attempts left in this run may go again, if any waits.
     public func nextRetryTime(maxAttempts: Int) throws(StateError) -> Date? {
         try read { db in
-            try Double.fetchOne(db, sql: "SELECT MIN(retry_at) FROM recipient WHERE status = 'retry' AND run_attempts < ?",
-                                arguments: [maxAttempts]).map { Date(timeIntervalSince1970: $0) }
+            try Double.fetchOne(db, sql: "SELECT MIN(retry_at) FROM recipient WHERE run = ? AND status = 'retry' AND run_attempts < ?",
+                                arguments: [id, maxAttempts]).map { Date(timeIntervalSince1970: $0) }
         }
     }
 
     /// Each invocation gets `retry.max_attempts` fresh tries per recipient; exhausted ones wait for the next run.
     public func resetRunAttempts() throws(StateError) {
-        try write { db in try db.execute(sql: "UPDATE recipient SET run_attempts = 0 WHERE run_attempts != 0") }
+        try write { db in try db.execute(sql: "UPDATE recipient SET run_attempts = 0 WHERE run = ? AND run_attempts != 0", arguments: [id]) }
     }
 
     /// Commits a batch of answers in one transaction.
@@ -82,11 +82,11 @@ extension StateStore {
         try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
-                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE token = ?
+                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE run = ? AND token = ?
                 """)
             for o in outcomes {
                 try update.execute(arguments: [o.status.rawValue, o.httpStatus, o.reason, o.responseApnsId,
-                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, o.token.hex])
+                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, id, o.token.hex])
             }
         }
     }
@@ -95,8 +95,8 @@ extension StateStore {
     /// campaign aborts because of our configuration (bad key, topic), not their token.
     public func release(_ tokens: [DeviceToken]) throws(StateError) {
         try write { db in
-            let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE token = ?")
-            for t in tokens { try update.execute(arguments: [t.hex]) }
+            let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE run = ? AND token = ?")
+            for t in tokens { try update.execute(arguments: [id, t.hex]) }
         }
     }
 
@@ -107,8 +107,8 @@ extension StateStore {
             let cutoff = Timestamp.iso(now.addingTimeInterval(-Double(seconds)))
             try db.execute(sql: """
                 UPDATE recipient SET status = 'failed', reason = 'gave_up'
-                WHERE status IN ('retry', 'inflight', 'pending') AND first_attempt_at IS NOT NULL AND first_attempt_at < ?
-                """, arguments: [cutoff])
+                WHERE run = ? AND status IN ('retry', 'inflight', 'pending') AND first_attempt_at IS NOT NULL AND first_attempt_at < ?
+                """, arguments: [id, cutoff])
             return db.changesCount
         }
     }
@@ -117,7 +117,7 @@ extension StateStore {
     public func statusCounts() throws(StateError) -> [StoredStatus: Int] {
         try read { db in
             var out: [StoredStatus: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM recipient GROUP BY status") {
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM recipient WHERE run = ? GROUP BY status", arguments: [id]) {
                 if let s = StoredStatus(rawValue: row["status"]) { out[s] = row["n"] }
             }
             return out
@@ -128,7 +128,7 @@ extension StateStore {
     public func reasonCounts() throws(StateError) -> [String: Int] {
         try read { db in
             var out: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM recipient WHERE reason != '' GROUP BY reason") {
+            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM recipient WHERE run = ? AND reason != '' GROUP BY reason", arguments: [id]) {
                 out[row["reason"]] = row["n"]
             }
             return out
@@ -138,7 +138,7 @@ extension StateStore {
     public func invalidCounts() throws(StateError) -> [String: Int] {
         try read { db in
             var out: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM invalid_row GROUP BY reason") {
+            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM invalid_row WHERE run = ? GROUP BY reason", arguments: [id]) {
                 out[row["reason"]] = row["n"]
             }
             return out

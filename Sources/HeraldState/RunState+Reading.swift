@@ -18,14 +18,14 @@ public struct DeliveryRow: Sendable {
     public var invalidatedAt: Int64?
 }
 
-extension StateStore {
+extension RunState {
     /// Streams recipients in audience order (a cursor: memory does not grow with the audience).
     public func forEachDelivery(_ body: (DeliveryRow) throws -> Void) throws(StateError) {
         try read { db in
             let cursor = try Row.fetchCursor(db, sql: """
                 SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id) AS apns_id,
-                       attempts, first_attempt_at, last_attempt_at, invalidated_at FROM recipient ORDER BY seq
-                """)
+                       attempts, first_attempt_at, last_attempt_at, invalidated_at FROM recipient WHERE run = ? ORDER BY seq
+                """, arguments: [id])
             while let r = try cursor.next() {
                 try body(DeliveryRow(file: r["file"], line: r["line"], recipientId: r["recipient_id"], token: r["token"],
                                      status: StoredStatus(rawValue: r["status"]) ?? .pending, httpStatus: r["http_status"],
@@ -39,7 +39,7 @@ extension StateStore {
     /// Streams invalid rows in the order they were read.
     public func forEachInvalid(_ body: (InvalidRow) throws -> Void) throws(StateError) {
         try read { db in
-            let cursor = try Row.fetchCursor(db, sql: "SELECT file, line, reason, token_field, detail FROM invalid_row ORDER BY id")
+            let cursor = try Row.fetchCursor(db, sql: "SELECT file, line, reason, token_field, detail FROM invalid_row WHERE run = ? ORDER BY id", arguments: [id])
             while let r = try cursor.next() {
                 try body(InvalidRow(location: RowLocation(file: r["file"], line: r["line"]),
                                     reason: InvalidRowReason(rawValue: r["reason"]) ?? .invalidToken,
@@ -49,10 +49,15 @@ extension StateStore {
     }
 
     public func invalidRowCount() throws(StateError) -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM invalid_row") ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM invalid_row WHERE run = ?", arguments: [id]) ?? 0 }
     }
 
     public func recipientCount() throws(StateError) -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient") ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ?", arguments: [id]) ?? 0 }
+    }
+
+    /// The latest attempt of any recipient (for `herald status`).
+    public func lastAttemptAt() throws(StateError) -> String? {
+        try read { db in try String.fetchOne(db, sql: "SELECT MAX(last_attempt_at) FROM recipient WHERE run = ?", arguments: [id]) }
     }
 }

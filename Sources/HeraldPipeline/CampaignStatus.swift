@@ -1,0 +1,39 @@
+import Foundation
+import HeraldCore
+import HeraldState
+
+/// What `herald status` shows: every run of the job in its state file, and whether a run is
+/// going on right now. Read-only: safe beside a running campaign (WAL readers never block it).
+public struct CampaignStatus: Sendable {
+    public struct Run: Sendable {
+        public var info: RunInfo
+        public var counts: [StoredStatus: Int]
+        public var invalid: Int
+        public var distinct: Int
+        public var lastActivity: String?
+        public var reportsDir: String
+    }
+
+    public var statePath: String
+    public var runs: [Run]
+    /// The pid of the `herald run` holding the campaign's lock, if any.
+    public var lockHolder: Int?
+
+    public static func read(spec: JobSpec) throws(RunFailure) -> CampaignStatus {
+        let holder = CampaignLock.holder(statePath: spec.statePath)
+        guard FileManager.default.fileExists(atPath: spec.statePath) else {
+            return CampaignStatus(statePath: spec.statePath, runs: [], lockHolder: holder)
+        }
+        return try CampaignRunner.wrap(.usage) { () throws(StateError) in
+            let store = try StateStore(path: spec.statePath, readOnly: true)
+            var runs: [Run] = []
+            for info in try store.runs() {
+                let state = store.run(info)
+                runs.append(Run(info: info, counts: try state.statusCounts(), invalid: try state.invalidRowCount(),
+                                distinct: try state.recipientCount(), lastActivity: try state.lastAttemptAt() ?? info.startedAt,
+                                reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate)))
+            }
+            return CampaignStatus(statePath: spec.statePath, runs: runs, lockHolder: holder)
+        }
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// One run's recipients, checkpoint and counters in the state file. Every method is one
+/// transaction; the pipeline acts only on what a method has committed.
+public struct RunState: Sendable {
+    public let store: StateStore
+    public let id: Int64
+
+    func write<T>(_ body: (Database) throws -> T) throws(StateError) -> T { try store.write(body) }
+    func read<T>(_ body: (Database) throws -> T) throws(StateError) -> T { try store.read(body) }
+
+    public func reload() throws(StateError) -> RunInfo {
+        try read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [id]) else {
+                throw StateError(path: store.path, message: "run \(id) is missing from the state file")
+            }
+            return RunInfo(row: row, disposition: .resumed)
+        }
+    }
+
+    public func finish(now: Date = Date()) throws(StateError) {
+        try write { db in
+            try db.execute(sql: "UPDATE run SET finished_at = ? WHERE id = ?", arguments: [Timestamp.iso(now), id])
+        }
+    }
+
+    // MARK: Audience files
+
+    /// The audience files this run read, as they were when it last started reading them.
+    public func audienceFiles() throws(StateError) -> [AudienceFingerprint] {
+        try read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM audience_file WHERE run = ? ORDER BY idx", arguments: [id]).map {
+                AudienceFingerprint(name: $0["name"], path: $0["path"], size: $0["size"], mtime: $0["mtime"], sha256: $0["sha256"])
+            }
+        }
+    }
+
+    /// Records the fingerprints the first time the run reads its audience.
+    public func recordAudienceFiles(_ files: [AudienceFingerprint]) throws(StateError) {
+        try write { db in try Self.replaceFiles(files, run: id, db: db) }
+    }
+
+    /// The audience changed under an unfinished run: start reading it again from the top as a new
+    /// pass. The checkpoint, row counters and invalid rows are the audience's and start over;
+    /// recipients stay, so a token already sent is never sent again (identity is the token), and
+    /// the pass numbers tell new recipients from vanished ones when the pass completes.
+    public func startNewAudiencePass(_ files: [AudienceFingerprint]) throws(StateError) {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE run SET audience_pass = audience_pass + 1, ingest_complete = 0, ingested_file = -1, ingested_line = 0,
+                    rows = 0, duplicates = 0, new_recipients = 0, vanished_recipients = 0 WHERE id = ?
+                """, arguments: [id])
+            try db.execute(sql: "DELETE FROM invalid_row WHERE run = ?", arguments: [id])
+            try Self.replaceFiles(files, run: id, db: db)
+        }
+    }
+
+    static func replaceFiles(_ files: [AudienceFingerprint], run: Int64, db: Database) throws {
+        try db.execute(sql: "DELETE FROM audience_file WHERE run = ?", arguments: [run])
+        for (i, f) in files.enumerated() {
+            try db.execute(sql: "INSERT INTO audience_file (run, idx, name, path, size, mtime, sha256) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           arguments: [run, i, f.name, f.path, f.size, f.mtime, f.sha256])
+        }
+    }
+
+    // MARK: Ingest
+
+    /// Records one batch of audience rows and moves the checkpoint, atomically: after a crash the
+    /// rows before the checkpoint are all recorded and none after it is. A token already recorded
+    /// in this run is a duplicate if this pass has seen it, and a re-read otherwise (a later pass
+    /// over a changed audience refreshes the location and, while it is still undecided, the payload).
+    @discardableResult
+    public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) -> (added: Int, duplicates: Int) {
+        try write { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO recipient (run, token, file, line, recipient_id, payload, apns_id, seen_pass, added_pass)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (run, token) DO UPDATE SET seen_pass = excluded.seen_pass,
+                    file = CASE WHEN status IN ('pending', 'retry') THEN excluded.file ELSE file END,
+                    line = CASE WHEN status IN ('pending', 'retry') THEN excluded.line ELSE line END,
+                    recipient_id = CASE WHEN status IN ('pending', 'retry') THEN excluded.recipient_id ELSE recipient_id END,
+                    payload = CASE WHEN status IN ('pending', 'retry') THEN excluded.payload ELSE payload END
+                WHERE seen_pass < excluded.seen_pass
+                """)
+            var added = 0
+            var duplicates = 0
+            for r in batch.recipients {
+                try insert.execute(arguments: [id, r.token.hex, r.location.file, r.location.line, r.recipientId,
+                                               Data(r.payload), r.apnsId, pass, pass])
+                if db.changesCount == 1 { added += 1 } else { duplicates += 1 }
+            }
+            let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            for row in batch.invalid {
+                try invalid.execute(arguments: [id, row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
+            }
+            try db.execute(sql: """
+                UPDATE run SET rows = rows + ?, duplicates = duplicates + ?, ingested_file = ?, ingested_line = ? WHERE id = ?
+                """, arguments: [batch.rows, duplicates, batch.checkpointFile, batch.checkpointLine, id])
+            return (added, duplicates)
+        }
+    }
+
+    /// The audience is fully recorded. After a later pass (the audience changed), recipients the
+    /// new files no longer contain and that are still undecided are not sent: they are marked
+    /// `suppressed` (`vanished_from_audience`); the counts of new and vanished recipients are kept.
+    public func markIngestComplete(pass: Int = 1) throws(StateError) {
+        try write { db in
+            var newCount = 0, vanished = 0
+            if pass > 1 {
+                newCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND added_pass = ?", arguments: [id, pass]) ?? 0
+                vanished = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
+                try db.execute(sql: """
+                    UPDATE recipient SET status = 'suppressed', reason = 'vanished_from_audience'
+                    WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight')
+                    """, arguments: [id, pass])
+            }
+            try db.execute(sql: "UPDATE run SET ingest_complete = 1, new_recipients = ?, vanished_recipients = ? WHERE id = ?",
+                           arguments: [newCount, vanished, id])
+        }
+    }
+}
+
+/// What identifies an audience file's content, to tell whether it changed between a run's starts.
+public struct AudienceFingerprint: Sendable, Equatable {
+    public var name: String
+    public var path: String
+    public var size: Int64
+    public var mtime: Double
+    /// SHA-256 of the file's bytes, hex.
+    public var sha256: String
+    public init(name: String, path: String, size: Int64, mtime: Double, sha256: String) {
+        self.name = name; self.path = path; self.size = size; self.mtime = mtime; self.sha256 = sha256
+    }
+
+    /// Same content: the name, size and hash decide; a touched file (new mtime) with the same bytes is the same audience.
+    public func sameContent(as other: AudienceFingerprint) -> Bool {
+        name == other.name && size == other.size && sha256 == other.sha256
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import HeraldCore
+import HeraldJob
+import HeraldPipeline
+import HeraldState
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show a campaign's progress from its state file, without changing anything.",
+        discussion: "Safe to run while the campaign runs: it only reads the state file and does not take the campaign's lock."
+    )
+
+    @Argument(help: "The job file (YAML).")
+    var job: String
+
+    @Option(help: "State file to read instead of the job's `state`.")
+    var state: String?
+
+    @Flag(help: "Print one JSON object instead of text.")
+    var json = false
+
+    func run() throws {
+        let status: CampaignStatus
+        do {
+            let spec = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state))
+            status = try CampaignStatus.read(spec: spec)
+        } catch {
+            Output.error("\(error)")
+            throw ExitCode(ExitStatus.usage.rawValue)
+        }
+        let text = json ? Self.json(status) : Self.text(status)
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    static func text(_ s: CampaignStatus) -> String {
+        var lines = ["state     \(s.statePath)"]
+        if let pid = s.lockHolder {
+            lines.append("lock      held by pid \(pid): a run is in progress")
+        } else {
+            lines.append("lock      free: no run in progress")
+        }
+        if s.runs.isEmpty { lines.append("runs      none yet: the campaign has never run") }
+        for r in s.runs {
+            let i = r.info
+            lines.append("")
+            lines.append("campaign  \(i.campaign)  (run \(i.runId))")
+            lines.append("started   \(i.startedAt)")
+            lines.append("finished  " + (i.finishedAt ?? "no: rerun `herald run` to resume"))
+            let reading = i.ingestComplete ? "read" : "reading (checkpoint: file \(max(i.ingestedFile, 0) + 1), line \(i.ingestedLine))"
+            lines.append("audience  \(Output.number(i.rows)) rows \(reading): \(Output.number(r.distinct)) recipients, "
+                         + "\(Output.number(i.duplicates)) duplicate rows, \(Output.number(r.invalid)) invalid rows")
+            if i.audienceChanged {
+                lines.append("changed   audience changed during the run: \(Output.number(i.newRecipients)) new, \(Output.number(i.vanishedRecipients)) vanished")
+            }
+            lines.append("state     " + StoredStatus.allCases.map { "\(Output.number(r.counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", "))
+            lines.append("activity  last \(r.lastActivity ?? "-")")
+            lines.append("reports   \(r.reportsDir)/")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func json(_ s: CampaignStatus) -> String {
+        let runs: [JSONValue] = s.runs.map { r in
+            let i = r.info
+            let counts = StoredStatus.allCases.map { JSONValue.Member($0.rawValue, .number(String(r.counts[$0] ?? 0))) }
+            return .object([
+                .init("campaign", .string(i.campaign)), .init("run_id", .string(i.runId)),
+                .init("started_at", .string(i.startedAt)), .init("finished_at", i.finishedAt.map(JSONValue.string) ?? .null),
+                .init("ingest_complete", .bool(i.ingestComplete)), .init("rows", .number(String(i.rows))),
+                .init("distinct", .number(String(r.distinct))), .init("duplicates", .number(String(i.duplicates))),
+                .init("invalid", .number(String(r.invalid))), .init("audience_changed", .bool(i.audienceChanged)),
+                .init("states", .object(counts)), .init("last_activity", r.lastActivity.map(JSONValue.string) ?? .null),
+                .init("reports", .string(r.reportsDir)),
+            ])
+        }
+        return JSONValue.object([
+            .init("state", .string(s.statePath)),
+            .init("running", .bool(s.lockHolder != nil)),
+            .init("lock_holder_pid", s.lockHolder.map { JSONValue.number(String($0)) } ?? .null),
+            .init("runs", .array(runs)),
+        ]).compactText + "\n"
+    }
+}
