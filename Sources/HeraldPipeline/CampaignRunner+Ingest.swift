@@ -52,7 +52,7 @@ extension CampaignRunner {
                 case .invalid(let r): line = r.location.line
                 }
                 if index == run.ingestedFile && line <= run.ingestedLine { continue }
-                accept(event, into: &batch, renderer: renderer, campaign: run.campaign)
+                accept(event, into: &batch, renderer: renderer, run: run)
                 batch.checkpointFile = index
                 batch.checkpointLine = line
                 total += 1
@@ -70,7 +70,7 @@ extension CampaignRunner {
         logger.info("audience read: \(total) rows this pass")
     }
 
-    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: PayloadRenderer, campaign: String) {
+    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: PayloadRenderer, run: RunInfo) {
         batch.rows += 1
         switch event {
         case .invalid(let row):
@@ -82,7 +82,7 @@ extension CampaignRunner {
                 let rid = spec.audience.idField.flatMap { record.fields[$0]?.text } ?? ""
                 batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: rid, payload: bytes,
-                    apnsId: RecipientIdentity.apnsId(campaign: campaign, token: record.token)))
+                    apnsId: RecipientIdentity.apnsId(campaign: run.campaign, runId: run.runId, token: record.token)))
             case .skip(let field):
                 batch.invalid.append(InvalidRow(location: record.location, reason: .missingField, field: field,
                                                 detail: "field \(field) is missing; recipient skipped (missing_field: skip_recipient)"))

@@ -8,11 +8,13 @@ enum RecipientIdentity {
     /// herald's UUIDv5 namespace (a fixed random UUID).
     static let namespace: [UInt8] = [0x6f, 0x3c, 0x1a, 0x52, 0x8e, 0x4d, 0x4b, 0x0e, 0x9a, 0x11, 0x5c, 0x27, 0xd2, 0x40, 0x81, 0xf3]
 
-    /// RFC 4122 UUIDv5 of "<campaign>/<token>", lowercase as APNs requires for apns-id.
-    static func apnsId(campaign: String, token: DeviceToken) -> String {
+    /// RFC 4122 UUIDv5 of "<campaign>/<run id>/<token>", lowercase as APNs requires for apns-id:
+    /// the same on every attempt of a run (the run id is in the state file), different for a new
+    /// run (`--new-run`, a new period) that sends the campaign again.
+    static func apnsId(campaign: String, runId: String, token: DeviceToken) -> String {
         var h = Insecure.SHA1()
         h.update(data: namespace)
-        h.update(data: Array("\(campaign)/\(token.hex)".utf8))
+        h.update(data: Array("\(campaign)/\(runId)/\(token.hex)".utf8))
         var b = Array(h.finalize().prefix(16))
         b[6] = (b[6] & 0x0F) | 0x50
         b[8] = (b[8] & 0x3F) | 0x80

@@ -6,12 +6,33 @@ public final class BackgroundProcess: @unchecked Sendable {
     public let process = Process()
     private let pipe = Pipe()
 
-    public init(_ executable: String, _ arguments: [String]) throws {
+    /// Which output `waitForLine` reads; the other one is discarded.
+    public enum Watched: Sendable { case stdout, stderr }
+
+    public init(_ executable: String, _ arguments: [String], watch: Watched = .stdout,
+                environment: [String: String] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
+        switch watch {
+        case .stdout:
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+        case .stderr:
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = pipe
+        }
         try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+
+    /// SIGKILL, then reap.
+    public func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 
     /// Reads stdout until a line starting with `prefix` arrives (or the child exits) and returns it.
