@@ -44,6 +44,7 @@ demo: build
 	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (deliveries.csv, invalid.csv, summary.json)"
 
 bench: release
+	swift build -c release --product herald-bench
 	@python3 Benchmarks/run_bench.py $(HERALD_RELEASE)
 
 clean:

@@ -57,6 +57,8 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // `make bench`: single-stage micro-benchmarks (the end-to-end figures come from the herald binary).
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldState"], path: "Benchmarks/Sources/herald-bench"),
 
         .target(name: "HeraldTestSupport", dependencies: ["HeraldCore", "HeraldSimulator"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJob", "HeraldTestSupport"]),

@@ -202,6 +202,24 @@ import Testing
         #expect(try StateStore(path: path, readOnly: true).runs().count == 1)
     }
 
+    @Test func aRecipientRetryingLongerThanGiveUpAfterFailsWithGaveUp() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        let r = s.run(run)
+        try r.ingest(batch([1, 2, 3]))
+        let start = Date()
+        _ = try r.claim(limit: 2, now: start)
+        try r.record([AttemptOutcome(token: token(1), status: .retry, httpStatus: 503, reason: "ServiceUnavailable", retryAt: start),
+                      AttemptOutcome(token: token(2), status: .sent, httpStatus: 200)])
+        #expect(try r.giveUp(olderThan: 86_400, now: start.addingTimeInterval(3_600)) == 0, "not yet")
+        #expect(try r.giveUp(olderThan: 86_400, now: start.addingTimeInterval(90_000)) == 1)
+        var byToken: [String: DeliveryRow] = [:]
+        try r.forEachDelivery { byToken[$0.token] = $0 }
+        #expect(byToken[token(1).hex]?.status == .failed && byToken[token(1).hex]?.reason == "gave_up")
+        #expect(byToken[token(2).hex]?.status == .sent)
+        #expect(byToken[token(3).hex]?.status == .pending, "never attempted: no clock running")
+    }
+
     @Test func readOnlyOpenOfAMissingFileSaysTheCampaignNeverRan() {
         #expect(throws: StateError.self) { try StateStore(path: dir.file("none.sqlite"), readOnly: true) }
         #expect(!FileManager.default.fileExists(atPath: dir.file("none.sqlite")))

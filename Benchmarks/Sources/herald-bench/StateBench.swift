@@ -1,0 +1,79 @@
+import Foundation
+import HeraldCore
+import HeraldState
+
+/// Dedup + checkpoint alone: audience batches (2,000 rows, 5 % duplicate tokens, a 120-byte
+/// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests;
+/// then the send-side checkpoints (claim as inflight, record the answer) in windows of 500.
+/// Run once with synchronous=FULL (what herald uses) and once with NORMAL, to show what
+/// surviving a power loss costs.
+enum StateBench {
+    static func run(recipients: Int) {
+        let batches = makeBatches(recipients)
+        for durability in [StateStore.Durability.full, .normal] {
+            let dir = NSTemporaryDirectory() + "herald-bench-state-\(getpid())"
+            try? FileManager.default.removeItem(atPath: dir)
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            do {
+                let store = try StateStore(path: dir + "/bench.sqlite", durability: durability)
+                let info = try store.openRun(campaign: CampaignName("bench"))
+                let run = store.run(info)
+                var clock = ContinuousClock.now
+                var duplicates = 0
+                for b in batches { duplicates += try run.ingest(b).duplicates }
+                try run.markIngestComplete()
+                let ingestSeconds = seconds(since: clock)
+                clock = ContinuousClock.now
+                var sent = 0
+                while true {
+                    let claimed = try run.claim(limit: 500)
+                    if claimed.isEmpty { break }
+                    try run.record(claimed.map { AttemptOutcome(token: $0.token, status: .sent, httpStatus: 200) })
+                    sent += claimed.count
+                }
+                let sendSeconds = seconds(since: clock)
+                let name = durability == .full ? "full" : "normal"
+                print("{\"bench\":\"state\",\"synchronous\":\"\(name)\",\"rows\":\(recipients),\"duplicates\":\(duplicates),"
+                      + "\"ingest_seconds\":\(fmt(ingestSeconds)),\"ingest_rows_per_second\":\(Int(Double(recipients) / ingestSeconds)),"
+                      + "\"send_checkpoint_seconds\":\(fmt(sendSeconds)),\"send_checkpoints_per_second\":\(Int(Double(sent) / sendSeconds))}")
+            } catch {
+                FileHandle.standardError.write(Data("state bench: \(error)\n".utf8))
+                exit(1)
+            }
+        }
+    }
+
+    static func makeBatches(_ n: Int) -> [IngestBatch] {
+        var rng = SystemRandomNumberGenerator()
+        let payload = Array(#"{"aps":{"alert":{"title":"Hi Camille","body":"3 new messages in Lyon are waiting for you"},"badge":3},"c":"x"}"#.utf8)
+        var out: [IngestBatch] = []
+        var batch = IngestBatch()
+        var recent: [DeviceToken] = []
+        for i in 0..<n {
+            let token: DeviceToken
+            if i % 20 == 19, let again = recent.randomElement() {
+                token = again
+            } else {
+                let hex = (0..<4).map { _ in String(format: "%016llx", rng.next() as UInt64) }.joined()
+                token = try! DeviceToken.normalize(hex).get()
+                if recent.count < 4096 { recent.append(token) } else { recent[Int.random(in: 0..<4096)] = token }
+            }
+            batch.recipients.append(IngestBatch.Recipient(token: token, location: RowLocation(file: "a.csv", line: i + 2),
+                                                          recipientId: "u\(i)", payload: payload,
+                                                          apnsId: "00000000-0000-5000-8000-000000000000"))
+            batch.rows += 1
+            batch.checkpointFile = 0
+            batch.checkpointLine = i + 2
+            if batch.rows == 2_000 { out.append(batch); batch = IngestBatch() }
+        }
+        if !batch.isEmpty { out.append(batch) }
+        return out
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let d = ContinuousClock.now - start
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    static func fmt(_ d: Double) -> String { String(format: "%.3f", d) }
+}
