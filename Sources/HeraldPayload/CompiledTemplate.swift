@@ -21,8 +21,8 @@ struct Slot: Sendable {
     let type: ValueType?
     /// The default, already escaped (text) or converted (typed); nil when there is none.
     let defaultBytes: [UInt8]?
-    /// `{{badge:int}}` may not be negative.
-    let nonNegative: Bool
+    /// Allowed values of a typed number (`aps.badge` ≥ 0, `aps.sound.volume` 0–1), checked per row.
+    let range: ClosedRange<Double>?
     /// Where the placeholder sits in the template (`aps.alert.body`), for row messages.
     let path: String
 }

@@ -4,9 +4,32 @@ import HeraldCore
 /// CSV rows only have strings, so text that spells a value of the wanted type is accepted;
 /// NDJSON rows keep their JSON types and mostly pass straight through.
 enum TypedValue {
-    /// Appends `value` as JSON of `type`. Returns false when it does not convert (the caller
-    /// reports `bad_field_value`), leaving `out` possibly extended: callers abandon it then.
-    static func append(_ value: FieldValue, as type: ValueType, nonNegative: Bool, to out: inout [UInt8]) -> Bool {
+    /// Appends `value` as JSON of `type`, within `range` when one is given. Returns false when
+    /// it does not convert (the caller reports `bad_field_value`), leaving `out` possibly
+    /// extended: callers abandon it then.
+    @inline(__always)
+    static func append(_ value: FieldValue, as type: ValueType, range: ClosedRange<Double>?, to out: inout [UInt8]) -> Bool {
+        guard let range else { return append(value, as: type, to: &out) }
+        let start = out.count
+        guard append(value, as: type, to: &out) else { return false }
+        // Non-negative integers (badge): the sign is enough, no float parse per row.
+        if range.lowerBound == 0, range.upperBound == .greatestFiniteMagnitude, type == .int {
+            return out[start] != UInt8(ascii: "-")
+        }
+        guard let number = Double(String(decoding: out[start...], as: UTF8.self)) else { return false }
+        return range.contains(number)
+    }
+
+    /// "a non-negative int", "a number from 0 to 1", "a bool": completes "… is not".
+    static func describe(_ type: ValueType, range: ClosedRange<Double>?) -> String {
+        let noun = type == .int ? "int" : type.rawValue
+        guard let range else { return type == .int ? "an int" : "a \(noun)" }
+        if range.upperBound == .greatestFiniteMagnitude { return "a non-negative \(noun)" }
+        func text(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+        return "a \(noun) from \(text(range.lowerBound)) to \(text(range.upperBound))"
+    }
+
+    private static func append(_ value: FieldValue, as type: ValueType, to out: inout [UInt8]) -> Bool {
         switch (type, value) {
         case (.json, .json(let text)), (.json, .number(let text)), (.number, .number(let text)):
             // Both come from a JSON parser already, so they are valid JSON as they stand.
@@ -22,7 +45,6 @@ enum TypedValue {
             return false
         case (_, .string(let text)), (.int, .number(let text)), (.bool, .number(let text)):
             guard let bytes = convert(text: text, to: type) else { return false }
-            if nonNegative, bytes.first == UInt8(ascii: "-") { return false }
             out.append(contentsOf: bytes)
             return true
         }
