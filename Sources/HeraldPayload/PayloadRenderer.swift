@@ -87,51 +87,63 @@ public final class PayloadRenderer: Sendable {
     private func render(_ record: AudienceRecord, with template: CompiledTemplate, into out: inout [UInt8]) -> RenderStatus {
         var bodyStart = -1
         var bodyEnd = -1
-        for op in template.ops {
-            switch op {
-            case .literal(let bytes):
-                out.append(contentsOf: bytes)
-            case .text(let index):
-                let slot = template.slots[index]
-                // A null or empty value is missing: an empty CSV cell must not send "Hi ,".
-                if let value = record.fields[slot.field], !value.isBlank {
-                    Self.appendText(value, to: &out)
-                } else if let bytes = slot.defaultBytes {
-                    out.append(contentsOf: bytes)
-                } else {
-                    switch missingField {
-                    case .empty: continue
-                    case .skipRecipient: return .skip(field: slot.field)
-                    case .error:
-                        return .failure(reason: .missingField, field: slot.field,
-                                         detail: "field \(slot.field) is \(Self.absence(record.fields[slot.field])) (used in \(slot.path))")
+        // Unsafe buffers over the template's arrays: reading plain-data ops and slots through
+        // them costs no reference counting per element.
+        let problem: RenderStatus? = template.bytes.withUnsafeBufferPointer { arena in
+            template.slots.withUnsafeBufferPointer { slots in
+                template.fields.withUnsafeBufferPointer { fields in
+                    template.ops.withUnsafeBufferPointer { ops in
+                        for op in ops {
+                            switch op {
+                            case .literal(let start, let count):
+                                out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[start..<(start + count)]))
+                            case .text(let k):
+                                let slot = slots[k]
+                                // A null or empty value is missing: an empty CSV cell must not send "Hi ,".
+                                if let value = record.fields[fields[k]], !value.isBlank {
+                                    Self.appendText(value, to: &out)
+                                } else if slot.hasDefault {
+                                    out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[slot.defaultStart..<(slot.defaultStart + slot.defaultCount)]))
+                                } else {
+                                    switch missingField {
+                                    case .empty: continue
+                                    case .skipRecipient: return .skip(field: fields[k])
+                                    case .error:
+                                        return .failure(reason: .missingField, field: fields[k],
+                                                        detail: "field \(fields[k]) is \(Self.absence(record.fields[fields[k]])) (used in \(template.paths[k]))")
+                                    }
+                                }
+                            case .typed(let k):
+                                let slot = slots[k]
+                                let type = slot.type ?? .json
+                                let value = record.fields[fields[k]]
+                                // JSON null is a value for `:json`; for the other types it is as good as missing.
+                                if let value, !value.isBlank || (type == .json && value == .null) {
+                                    guard TypedValue.append(value, as: type, range: slot.range, to: &out) else {
+                                        return .failure(reason: .badFieldValue, field: fields[k],
+                                                        detail: "\(fields[k]) is \(TypedValue.preview(value)), not \(TypedValue.describe(type, range: slot.range)) (used in \(template.paths[k]))")
+                                    }
+                                } else if slot.hasDefault {
+                                    out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[slot.defaultStart..<(slot.defaultStart + slot.defaultCount)]))
+                                } else if missingField == .skipRecipient {
+                                    return .skip(field: fields[k])
+                                } else {
+                                    // `missing_field: empty` fills text; "" is no number, so a typed slot still fails.
+                                    return .failure(reason: .missingField, field: fields[k],
+                                                    detail: "field \(fields[k]) is \(Self.absence(value)) (used in \(template.paths[k]) as {{\(fields[k]):\(type.rawValue)}})")
+                                }
+                            case .bodyStart:
+                                bodyStart = out.count
+                            case .bodyEnd:
+                                bodyEnd = out.count
+                            }
+                        }
+                        return nil
                     }
                 }
-            case .typed(let index):
-                let slot = template.slots[index]
-                let type = slot.type ?? .json
-                let value = record.fields[slot.field]
-                // JSON null is a value for `:json`; for the other types it is as good as missing.
-                if let value, !value.isBlank || (type == .json && value == .null) {
-                    guard TypedValue.append(value, as: type, range: slot.range, to: &out) else {
-                        return .failure(reason: .badFieldValue, field: slot.field,
-                                         detail: "\(slot.field) is \(TypedValue.preview(value)), not \(TypedValue.describe(type, range: slot.range)) (used in \(slot.path))")
-                    }
-                } else if let bytes = slot.defaultBytes {
-                    out.append(contentsOf: bytes)
-                } else if missingField == .skipRecipient {
-                    return .skip(field: slot.field)
-                } else {
-                    // `missing_field: empty` fills text; "" is no number, so a typed slot still fails.
-                    return .failure(reason: .missingField, field: slot.field,
-                                     detail: "field \(slot.field) is \(Self.absence(value)) (used in \(slot.path) as {{\(slot.field):\(type.rawValue)}})")
-                }
-            case .bodyStart:
-                bodyStart = out.count
-            case .bodyEnd:
-                bodyEnd = out.count
             }
         }
+        if let problem { return problem }
         if out.count <= limit { return .payload }
         let tooLarge = "payload is \(out.count) bytes; the limit is \(limit)"
         guard oversize == .truncateBody else {

@@ -6,7 +6,10 @@ struct TemplateCompiler {
     let source: String
     let pushType: PushType
     private var ops: [RenderOp] = []
+    private var bytes: [UInt8] = []
     private var slots: [Slot] = []
+    private var fields: [String] = []
+    private var paths: [String] = []
     private var pending: [UInt8] = []
     private var hasBody = false
 
@@ -19,13 +22,13 @@ struct TemplateCompiler {
         var minimum = 0
         for op in compiler.ops {
             switch op {
-            case .literal(let bytes): minimum += bytes.count
+            case .literal(_, let count): minimum += count
             case .typed: minimum += 1
             case .text, .bodyStart, .bodyEnd: break
             }
         }
-        return CompiledTemplate(source: source, ops: compiler.ops, slots: compiler.slots,
-                                minimumSize: minimum, hasBody: compiler.hasBody)
+        return CompiledTemplate(source: source, ops: compiler.ops, bytes: compiler.bytes, slots: compiler.slots,
+                                fields: compiler.fields, paths: compiler.paths, minimumSize: minimum, hasBody: compiler.hasBody)
     }
 
     /// Maps a placeholder syntax problem to the job-level error, with source and path.
@@ -79,7 +82,7 @@ struct TemplateCompiler {
                 }
                 defaultBytes = bytes
             }
-            addSlot(Slot(field: p.field, type: type, defaultBytes: defaultBytes, range: range, path: path)) { .typed(slot: $0) }
+            addSlot(field: p.field, type: type, defaultBytes: defaultBytes, range: range, path: path) { .typed(slot: $0) }
             return
         }
         let isBody = path == "aps.alert" || path == "aps.alert.body"
@@ -95,7 +98,7 @@ struct TemplateCompiler {
                     JSONEscaping.appendEscaped(d, to: &bytes)
                     return bytes
                 }
-                addSlot(Slot(field: p.field, type: nil, defaultBytes: escaped, range: nil, path: path)) { .text(slot: $0) }
+                addSlot(field: p.field, type: nil, defaultBytes: escaped, range: nil, path: path) { .text(slot: $0) }
             }
         }
         if isBody { flush(); ops.append(.bodyEnd) }
@@ -112,15 +115,21 @@ struct TemplateCompiler {
         throw .wrongValue(source: source, path: path, expected: "a JSON number, not \(text)")
     }
 
-    private mutating func addSlot(_ slot: Slot, op: (Int) -> RenderOp) {
+    private mutating func addSlot(field: String, type: ValueType?, defaultBytes: [UInt8]?, range: ClosedRange<Double>?,
+                                  path: String, op: (Int) -> RenderOp) {
         flush()
         ops.append(op(slots.count))
-        slots.append(slot)
+        let start = bytes.count
+        if let defaultBytes { bytes.append(contentsOf: defaultBytes) }
+        slots.append(Slot(type: type, defaultStart: start, defaultCount: defaultBytes?.count ?? -1, range: range))
+        fields.append(field)
+        paths.append(path)
     }
 
     private mutating func flush() {
         guard !pending.isEmpty else { return }
-        ops.append(.literal(pending))
+        ops.append(.literal(start: bytes.count, count: pending.count))
+        bytes.append(contentsOf: pending)
         pending.removeAll(keepingCapacity: true)
     }
 }

@@ -20,7 +20,7 @@ final class PreviewPrinter {
     func printJob() {
         let p = spec.push
         write("job       \(spec.jobFile)  (campaign \(spec.campaign))")
-        let priority = p.priorityTemplate.map { "priority \($0) (default \(p.priority))" } ?? "priority \(p.priority)"
+        let priority = p.priorityTemplate.map { "priority \($0) per recipient" } ?? "priority \(p.priority)"
         write("push      \(p.type.rawValue), \(priority), topic \(headers.topic), payload limit \(payloads.limit) bytes, "
               + "missing_field \(p.missingField.rawValue), oversize \(p.oversize.rawValue)")
         if !p.locales.isEmpty {
