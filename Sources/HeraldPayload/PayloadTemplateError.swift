@@ -22,6 +22,8 @@ public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
     case backgroundPriority(Int)
     /// `aps` holds `content-available: 1` and no alert, badge or sound, but `push.type` is alert.
     case silentAsAlert(source: String)
+    /// An alert push whose `aps` has no alert, badge or sound: the device would show nothing.
+    case alertShowsNothing(source: String)
     /// Live Activity keys outside a liveactivity push, or a liveactivity push missing one.
     case liveActivity(source: String, problem: String)
     /// A header setting that cannot be sent: `key` is the job key (`push.priority`,
@@ -53,6 +55,9 @@ public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
         case .silentAsAlert(let source):
             return "\(source): aps has content-available: 1 and no alert, badge or sound, which is a background (silent) push: "
                 + "set push.type: background (priority 5), or add an alert"
+        case .alertShowsNothing(let source):
+            return "\(source): an alert push needs aps.alert, aps.badge or aps.sound; to send data only, "
+                + "use push.type: background with aps.content-available: 1"
         case .liveActivity(let source, let problem):
             return "\(source): \(problem)"
         case .header(let key, let problem):

@@ -39,9 +39,11 @@ struct TemplateValidator {
                 throw .backgroundPush(source: source, problem: "has only aps.content-available: 1 in aps (Apple); "
                                       + "found aps.\(other) (custom keys go beside aps)")
             }
-        } else if pushType == .alert, keys.contains("content-available"),
-                  !keys.contains(where: { APSRules.forbiddenInBackground.contains($0) }) {
-            throw .silentAsAlert(source: source)
+        } else if pushType == .alert, !keys.contains(where: { APSRules.forbiddenInBackground.contains($0) }) {
+            if keys.contains("content-available") { throw .silentAsAlert(source: source) }
+            // Apple: the alert type is for "notifications that trigger a user interaction—for
+            // example, an alert, badge, or sound"; without one the device shows nothing.
+            throw .alertShowsNothing(source: source)
         }
     }
 

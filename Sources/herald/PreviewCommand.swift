@@ -44,10 +44,10 @@ struct PreviewCommand: ParsableCommand {
     }
 
     func run() throws {
-        do {
+        do throws(PreviewFailure) {
             try preview()
-        } catch let failure as PreviewFailure {
-            Output.error(failure.message)
+        } catch {
+            Output.error(error.message)
             throw ExitCode(2)
         }
     }

@@ -22,6 +22,9 @@ import Testing
         // …and a silent payload sent as an alert push.
         (#"{"aps":{"content-available":1},"since":"{{since}}"}"#, .alert, 10,
          "push.template: aps has content-available: 1 and no alert, badge or sound, which is a background (silent) push: set push.type: background (priority 5), or add an alert"),
+        // An alert push that would show nothing.
+        (#"{"aps":{"mutable-content":1},"data":"{{x}}"}"#, .alert, 10,
+         "push.template: an alert push needs aps.alert, aps.badge or aps.sound; to send data only, use push.type: background with aps.content-available: 1"),
         // Live Activities.
         (#"{"aps":{"alert":"a","event":"update","timestamp":1}}"#, .alert, 10,
          "push.template: aps.event is a Live Activity key: it needs push.type: liveactivity, not alert"),
