@@ -31,7 +31,7 @@ let package = Package(
             "HeraldCore", .product(name: "Yams", package: "Yams"),
         ]),
         .target(name: "HeraldAudience", dependencies: ["HeraldCore", "CZlib"]),
-        .target(name: "HeraldPayload", dependencies: ["HeraldCore"]),
+        .target(name: "HeraldPayload", dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "HeraldState", dependencies: [
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
@@ -53,12 +53,15 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .executableTarget(name: "herald", dependencies: [
-            "HeraldPipeline", "HeraldSimulator", "HeraldJob", "HeraldCore",
+            "HeraldPipeline", "HeraldSimulator", "HeraldJob", "HeraldCore", "HeraldAudience", "HeraldPayload",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         // `make bench`: single-stage micro-benchmarks (the end-to-end figures come from the herald binary).
         .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldState"], path: "Benchmarks/Sources/herald-bench"),
+
+        // `make bench` (Benchmarks/render_bench.py): payload rendering throughput on one core, release build.
+        .executableTarget(name: "render-bench", dependencies: ["HeraldPayload", "HeraldJob", "HeraldCore"], path: "Benchmarks/render_bench"),
 
         .target(name: "HeraldTestSupport", dependencies: ["HeraldCore", "HeraldSimulator"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJob", "HeraldTestSupport"]),

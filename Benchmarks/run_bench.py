@@ -50,6 +50,7 @@ push:
     with open(os.path.join(out, "figures.json"), "w") as f:
         json.dump(figures, f, indent=2)
     print(f"figures written to {os.path.join(out, 'figures.json')}")
+    subprocess.run([sys.executable, os.path.join(here, "render_bench.py")], check=True)  # payload rendering, one core: bench-out/render.json
 
 def state_bench(bench):
     """Dedup + checkpoint alone (target >= 300,000 recipients/s), with synchronous=FULL and NORMAL."""

@@ -133,8 +133,15 @@ public struct PushSpec: Sendable {
     public var locales: [(locale: String, template: JSONValue)]
     public var missingField: MissingFieldPolicy
     public var oversize: OversizePolicy
+    /// `.fixed` text may hold placeholders (`"order-{{order_id}}"`): rendered per recipient.
     public var collapseId: CollapseIdPolicy
     public var expiration: ExpirationSpec
+    /// `push.priority` written as a placeholder (`"{{priority|10}}"`): rendered per recipient,
+    /// and `priority` holds the placeholder's default (or the push type's default).
+    public var priorityTemplate: String? = nil
+    /// `push.expiration` written as a placeholder (`"{{expires_at}}"`): rendered per recipient
+    /// with the same grammar as the job key (`ExpirationText`); `expiration` is then `.unset`.
+    public var expirationTemplate: String? = nil
     public init(type: PushType, priority: Int, template: JSONValue, locales: [(locale: String, template: JSONValue)] = [],
                 missingField: MissingFieldPolicy = .error, oversize: OversizePolicy = .error,
                 collapseId: CollapseIdPolicy = .auto, expiration: ExpirationSpec = .unset) {

@@ -112,10 +112,19 @@ extension Context {
 
     func parsePush(_ m: inout YAMLMapping) throws(JobError) -> PushSpec {
         let type = try m.choice("type", PushType.self) ?? .alert
-        let priority = try m.int("priority", range: 1...10) ?? (type == .background ? 5 : 10)
-        guard [1, 5, 10].contains(priority) else { throw m.error("priority", "must be 1, 5 or 10, not \(priority)") }
-        if type == .background && priority != 5 {
-            throw m.error("priority", "must be 5 for background pushes (Apple: priority 10 is an error for background)")
+        var priority = type.defaultPriority
+        var priorityTemplate: String?
+        if let (n, _) = m.node("priority") {
+            guard case .scalar(let s) = n else { throw m.error("priority", "must be 10, 5, 1 or a {{field}} placeholder") }
+            if s.string.contains("{{") {
+                // Apple: background is "always 5", so there is nothing to choose per recipient.
+                if type == .background { throw m.error("priority", "must be 5 for background pushes, not a placeholder") }
+                priorityTemplate = s.string
+            } else {
+                guard let p = Int(s.string) else { throw m.error("priority", "must be 10, 5, 1 or a {{field}} placeholder, not \"\(s.string)\"") }
+                if let problem = type.priorityProblem(p) { throw m.error("priority", problem) }
+                priority = p
+            }
         }
         var template: JSONValue
         switch (m.has("template"), m.has("template_file")) {
@@ -144,20 +153,24 @@ extension Context {
             case "auto": collapse = .auto
             case "none": collapse = .none
             default:
-                guard c.utf8.count <= 64 else { throw m.error("collapse_id", "must be at most 64 bytes (Apple: BadCollapseId)") }
+                // With placeholders the rendered id is checked per recipient (HeraldPayload.HeaderRenderer).
+                guard c.contains("{{") || c.utf8.count <= 64 else { throw m.error("collapse_id", "must be at most 64 bytes (Apple: BadCollapseId)") }
                 collapse = .fixed(c)
             }
         }
         var expiration = ExpirationSpec.unset
+        var expirationTemplate: String?
         if let e = try m.string("expiration") {
-            if e == "0" { expiration = .immediate }
-            else if let secs = DurationText.seconds(e) { expiration = .relative(secs) }
-            else if let date = ISO8601DateFormatter().date(from: e) { expiration = .absolute(Int(date.timeIntervalSince1970)) }
-            else { throw m.error("expiration", "must be 0, a duration (3600, 1h) or a UTC time like 2026-12-01T00:00:00Z, not \"\(e)\"") }
+            if e.contains("{{") { expirationTemplate = e }
+            else if let parsed = ExpirationText.parse(e) { expiration = parsed }
+            else { throw m.error("expiration", "must be \(ExpirationText.expected) or a {{field}} placeholder, not \"\(e)\"") }
         }
         try m.finish(known: ["type", "priority", "template", "template_file", "locales", "missing_field", "oversize", "collapse_id", "expiration"])
-        return PushSpec(type: type, priority: priority, template: template, locales: locales, missingField: missing,
-                        oversize: oversize, collapseId: collapse, expiration: expiration)
+        var push = PushSpec(type: type, priority: priority, template: template, locales: locales, missingField: missing,
+                            oversize: oversize, collapseId: collapse, expiration: expiration)
+        push.priorityTemplate = priorityTemplate
+        push.expirationTemplate = expirationTemplate
+        return push
     }
 
     func parseThrottle(_ m: inout YAMLMapping) throws(JobError) -> ThrottleSpec {

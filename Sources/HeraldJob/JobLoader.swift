@@ -86,6 +86,7 @@ struct Context {
         let apns = try parseAPNs(&apnsMap, overrides: overrides)
         guard var pushMap = try top.mapping("push") else { throw JobError(file: file, line: nil, "push is required") }
         let push = try parsePush(&pushMap)
+        if case .failure(let problem) = push.type.topic(for: apns.topic) { throw apnsMap.error("topic", problem.description) }
         var throttle = ThrottleSpec()
         if var t = try top.mapping("throttle") { throttle = try parseThrottle(&t) }
         var retry = RetrySpec()

@@ -1,3 +1,5 @@
+import HeraldCore
+
 /// Apple's documented `aps` keys and the value each takes (../shared/APNS.md §4.4, and the
 /// payload key reference in ../shared/payload-docs). Apple: "Any other keys in the aps
 /// dictionary are ignored by Apple", so an unknown key is almost always a typo worth stopping for.
@@ -7,6 +9,8 @@ enum Shape: Sendable {
     case integer
     /// Exactly `1` (`content-available`, `mutable-content`, `input-push-token`).
     case one
+    /// Exactly `true` (`content-changed`, WidgetKit and control reloads).
+    case isTrue
     /// `0` or `1` (`sound.critical`).
     case flag
     case number(ClosedRange<Double>?)
@@ -15,6 +19,8 @@ enum Shape: Sendable {
     case stringArray
     case alert
     case sound
+    /// A Live Activity alert's `title` or `body`: text, or `{loc-key, loc-args}` [LA].
+    case localizable
     indirect case orNull(Shape)
 
     /// Completes "aps.badge must be …".
@@ -24,6 +30,7 @@ enum Shape: Sendable {
         case .nonNegativeInteger: return "a non-negative integer or a {{field:int}} placeholder"
         case .integer: return "an integer or a {{field:int}} placeholder"
         case .one: return "1"
+        case .isTrue: return "true"
         case .flag: return "0 or 1"
         case .number(nil): return "a number or a {{field:number}} placeholder"
         case .number(let range?): return "a number from \(range.lowerBound) to \(range.upperBound) or a {{field:number}} placeholder"
@@ -31,6 +38,7 @@ enum Shape: Sendable {
         case .object: return "an object"
         case .stringArray: return "an array of strings"
         case .alert: return "a string or a dictionary of alert keys"
+        case .localizable: return "a string or a dictionary {loc-key, loc-args}"
         case .sound: return "a string or a dictionary {critical, name, volume}"
         case .orNull(let inner): return "\(inner.expected), or null"
         }
@@ -48,8 +56,32 @@ enum APSRules {
         ("stale-date", .integer), ("content-state", .object), ("timestamp", .integer),
         ("event", .oneOf(["start", "update", "end"])), ("dismissal-date", .integer),
         ("attributes-type", .string), ("attributes", .object),
-        ("input-push-token", .one), ("input-push-channel", .string),
+        ("input-push-token", .one), ("input-push-channel", .string), ("content-changed", .isTrue),
     ]
+
+    /// Keys that only mean something in a Live Activity push (`apns-push-type: liveactivity`) [LA].
+    static let liveActivityOnly: Set<String> = [
+        "stale-date", "content-state", "timestamp", "event", "dismissal-date", "attributes-type", "attributes",
+        "input-push-token", "input-push-channel",
+    ]
+
+    /// A Live Activity alert: title and body may be localized, and the sound sits inside the alert [LA].
+    static let liveActivityAlert: [(key: String, shape: Shape)] = [
+        ("title", .localizable), ("body", .localizable), ("sound", .string),
+    ]
+
+    static let localized: [(key: String, shape: Shape)] = [("loc-key", .string), ("loc-args", .stringArray)]
+
+    /// Ranges checked at load for literals and at render time for typed placeholders.
+    static func range(path: String, pushType: PushType) -> ClosedRange<Double>? {
+        switch path {
+        case "aps.badge", "aps.alert.summary-arg-count": return 0...Double.greatestFiniteMagnitude
+        case "aps.sound.volume": return 0...1
+        // Apple: 0–1; "any Double" for Live Activities [LA].
+        case "aps.relevance-score": return pushType == .liveactivity ? nil : 0...1
+        default: return nil
+        }
+    }
 
     /// Table 9-2 plus the keys Apple added later (subtitle, summary-arg) and the legacy
     /// `action-loc-key` that Apple's own Examples 2 and 5 use.
@@ -65,9 +97,6 @@ enum APSRules {
     static let sound: [(key: String, shape: Shape)] = [
         ("critical", .flag), ("name", .string), ("volume", .number(0...1)),
     ]
-
-    /// Paths whose `{{field:int}}` value must also be non-negative at render time.
-    static let nonNegativePaths: Set<String> = ["aps.badge", "aps.alert.summary-arg-count"]
 
     /// Keys a background push must not carry (Apple: "you must not include alert, badge or sound").
     static let forbiddenInBackground = ["alert", "badge", "sound"]

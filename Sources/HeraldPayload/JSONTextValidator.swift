@@ -17,6 +17,11 @@ enum JSONTextValidator {
         return number(bytes, &i) && i == bytes.count
     }
 
+    static func isNumber(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var i = 0
+        return number(bytes, &i) && i == bytes.count
+    }
+
     private static func value(_ b: [UInt8], _ i: inout Int, depth: Int) -> Bool {
         guard depth < maximumDepth else { return false }
         skipSpace(b, &i)
@@ -84,7 +89,7 @@ enum JSONTextValidator {
         return false
     }
 
-    private static func number(_ b: [UInt8], _ i: inout Int) -> Bool {
+    private static func number<C: RandomAccessCollection<UInt8>>(_ b: C, _ i: inout Int) -> Bool where C.Index == Int {
         if i < b.count, b[i] == UInt8(ascii: "-") { i += 1 }
         guard i < b.count, isDigit(b[i]) else { return false }
         if b[i] == UInt8(ascii: "0") { i += 1 } else { while i < b.count, isDigit(b[i]) { i += 1 } }

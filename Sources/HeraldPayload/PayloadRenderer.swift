@@ -2,9 +2,10 @@
 // millions per run, and the target is ≥ 1M payloads/s on one core. Building a dictionary and
 // calling JSONSerialization per recipient costs microseconds and shuffles key order. Instead
 // each template is validated and compiled once per job into pre-encoded byte chunks and
-// placeholder slots (`RenderOp`), and `render` only appends bytes to one reserved buffer:
-// literal chunks by memcpy, field text through a scan-then-copy escaper. Non-ASCII passes
+// placeholder slots (`RenderOp`), and `render` only appends bytes to one buffer the caller can
+// reuse: literal chunks by memcpy, field text through a scan-then-copy escaper. Non-ASCII passes
 // through as raw UTF-8, because Apple: "The JSON \U notation is not supported".
+// Benchmarks/render_bench measures it (`make bench`).
 import HeraldCore
 
 /// Renders the APNs JSON payload for each recipient of a job.
@@ -18,12 +19,18 @@ public final class PayloadRenderer: Sendable {
     private let variantIndex: [String: Int]
     private let missingField: MissingFieldPolicy
     private let oversize: OversizePolicy
-    private let limit: Int
+    /// The payload limit of the push type: 4096 bytes, 5120 for VoIP.
+    public let limit: Int
 
-    /// Validates and compiles `push.template` and every `push.locales` variant.
-    /// Throws the first problem found; the caller exits with status 2.
+    /// Validates and compiles `push.template` and every `push.locales` variant, and checks the
+    /// push type against the priority. Throws the first problem found; the caller exits with status 2.
     public init(push: PushSpec) throws(PayloadTemplateError) {
-        if push.type == .background, push.priority != 5 { throw .backgroundPriority(push.priority) }
+        if push.type == .background {
+            if push.priority != 5 { throw .backgroundPriority(push.priority) }
+            if push.priorityTemplate != nil { throw .header(key: "push.priority", problem: "must be 5 for background pushes, not a placeholder") }
+        } else if let problem = push.type.priorityProblem(push.priority) {
+            throw .header(key: "push.priority", problem: problem)
+        }
         limit = push.type.payloadLimit
         missingField = push.missingField
         oversize = push.oversize
@@ -42,10 +49,25 @@ public final class PayloadRenderer: Sendable {
     }
 
     /// Renders for one recipient. `locale` is the recipient's locale text (may be nil or
-    /// empty): an exact match in `push.locales` (ignoring case and `_` vs `-`), then the
-    /// language alone (`fr-CA` → `fr`), else `push.template`.
+    /// empty): an exact match in `push.locales` (ignoring case and `_` vs `-`), then shorter
+    /// and shorter prefixes (`zh-Hant-TW` → `zh-Hant` → `zh`), else `push.template`.
     public func render(_ record: AudienceRecord, locale: String?) -> RenderOutcome {
-        render(record, with: template(for: locale))
+        let template = template(for: locale)
+        var out: [UInt8] = []
+        out.reserveCapacity(template.minimumSize + 256)
+        switch render(record, with: template, into: &out) {
+        case .payload: return .payload(out)
+        case .skip(let field): return .skip(field: field)
+        case .failure(let reason, let field, let detail): return .failure(reason: reason, field: field, detail: detail)
+        }
+    }
+
+    /// Renders into `buffer`, replacing its contents, so a caller rendering many recipients
+    /// reuses one allocation. On `.payload` the buffer holds the JSON; otherwise its contents
+    /// are unspecified.
+    public func render(_ record: AudienceRecord, locale: String?, into buffer: inout [UInt8]) -> RenderStatus {
+        buffer.removeAll(keepingCapacity: true)
+        return render(record, with: template(for: locale), into: &buffer)
     }
 
     /// Which template a locale selects (`push.locales.fr` or `push.template`), for previews.
@@ -54,72 +76,93 @@ public final class PayloadRenderer: Sendable {
     private func template(for locale: String?) -> CompiledTemplate {
         guard let locale, !locale.isEmpty, !variants.isEmpty else { return defaultTemplate }
         if let i = variantIndex[locale] { return variants[i] }
-        let normalized = Self.normalize(locale)
-        if let i = variantIndex[normalized] { return variants[i] }
-        if let dash = normalized.firstIndex(of: "-"), let i = variantIndex[String(normalized[..<dash])] {
-            return variants[i]
+        var tag = Self.normalize(locale)
+        while true {
+            if let i = variantIndex[tag] { return variants[i] }
+            guard let dash = tag.lastIndex(of: "-") else { return defaultTemplate }
+            tag = String(tag[..<dash])
         }
-        return defaultTemplate
     }
 
-    private func render(_ record: AudienceRecord, with template: CompiledTemplate) -> RenderOutcome {
-        var out: [UInt8] = []
-        out.reserveCapacity(template.minimumSize + 256)
+    private func render(_ record: AudienceRecord, with template: CompiledTemplate, into out: inout [UInt8]) -> RenderStatus {
         var bodyStart = -1
         var bodyEnd = -1
-        for op in template.ops {
-            switch op {
-            case .literal(let bytes):
-                out.append(contentsOf: bytes)
-            case .text(let index):
-                let slot = template.slots[index]
-                if let value = record.fields[slot.field] {
-                    Self.appendText(value, to: &out)
-                } else if let bytes = slot.defaultBytes {
-                    out.append(contentsOf: bytes)
-                } else {
-                    switch missingField {
-                    case .empty: continue
-                    case .skipRecipient: return .skip(field: slot.field)
-                    case .error:
-                        return .failure(reason: .missingField, field: slot.field,
-                                         detail: "field \(slot.field) is missing (used in \(slot.path))")
+        // Unsafe buffers over the template's arrays: reading plain-data ops and slots through
+        // them costs no reference counting per element.
+        let problem: RenderStatus? = template.bytes.withUnsafeBufferPointer { arena in
+            template.slots.withUnsafeBufferPointer { slots in
+                template.fields.withUnsafeBufferPointer { fields in
+                    template.ops.withUnsafeBufferPointer { ops in
+                        for op in ops {
+                            switch op {
+                            case .literal(let start, let count):
+                                out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[start..<(start + count)]))
+                            case .text(let k):
+                                let slot = slots[k]
+                                // A null or empty value is missing: an empty CSV cell must not send "Hi ,".
+                                if let value = record.fields[fields[k]], !value.isBlank {
+                                    Self.appendText(value, to: &out)
+                                } else if slot.hasDefault {
+                                    out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[slot.defaultStart..<(slot.defaultStart + slot.defaultCount)]))
+                                } else {
+                                    switch missingField {
+                                    case .empty: continue
+                                    case .skipRecipient: return .skip(field: fields[k])
+                                    case .error:
+                                        return .failure(reason: .missingField, field: fields[k],
+                                                        detail: "field \(fields[k]) is \(Self.absence(record.fields[fields[k]])) (used in \(template.paths[k]))")
+                                    }
+                                }
+                            case .typed(let k):
+                                let slot = slots[k]
+                                let type = slot.type ?? .json
+                                let value = record.fields[fields[k]]
+                                // JSON null is a value for `:json`; for the other types it is as good as missing.
+                                if let value, !value.isBlank || (type == .json && value == .null) {
+                                    guard TypedValue.append(value, as: type, range: slot.range, to: &out) else {
+                                        return .failure(reason: .badFieldValue, field: fields[k],
+                                                        detail: "\(fields[k]) is \(TypedValue.preview(value)), not \(TypedValue.describe(type, range: slot.range)) (used in \(template.paths[k]))")
+                                    }
+                                } else if slot.hasDefault {
+                                    out.append(contentsOf: UnsafeBufferPointer(rebasing: arena[slot.defaultStart..<(slot.defaultStart + slot.defaultCount)]))
+                                } else if missingField == .skipRecipient {
+                                    return .skip(field: fields[k])
+                                } else {
+                                    // `missing_field: empty` fills text; "" is no number, so a typed slot still fails.
+                                    return .failure(reason: .missingField, field: fields[k],
+                                                    detail: "field \(fields[k]) is \(Self.absence(value)) (used in \(template.paths[k]) as {{\(fields[k]):\(type.rawValue)}})")
+                                }
+                            case .bodyStart:
+                                bodyStart = out.count
+                            case .bodyEnd:
+                                bodyEnd = out.count
+                            }
+                        }
+                        return nil
                     }
                 }
-            case .typed(let index):
-                let slot = template.slots[index]
-                let type = slot.type ?? .json
-                if let value = record.fields[slot.field] {
-                    guard TypedValue.append(value, as: type, nonNegative: slot.nonNegative, to: &out) else {
-                        let what = slot.nonNegative ? "a non-negative int" : (type == .int ? "an int" : "a \(type.rawValue)")
-                        return .failure(reason: .badFieldValue, field: slot.field,
-                                         detail: "\(slot.field) is \(TypedValue.preview(value)), not \(what) (used in \(slot.path))")
-                    }
-                } else if let bytes = slot.defaultBytes {
-                    out.append(contentsOf: bytes)
-                } else if missingField == .skipRecipient {
-                    return .skip(field: slot.field)
-                } else {
-                    // `missing_field: empty` fills text; "" is no number, so a typed slot still fails.
-                    return .failure(reason: .missingField, field: slot.field,
-                                     detail: "field \(slot.field) is missing (used in \(slot.path) as {{\(slot.field):\(type.rawValue)}})")
-                }
-            case .bodyStart:
-                bodyStart = out.count
-            case .bodyEnd:
-                bodyEnd = out.count
             }
         }
-        if out.count <= limit { return .payload(out) }
+        if let problem { return problem }
+        if out.count <= limit { return .payload }
         let tooLarge = "payload is \(out.count) bytes; the limit is \(limit)"
         guard oversize == .truncateBody else {
             return .failure(reason: .payloadTooLarge, field: "", detail: tooLarge)
         }
         if let shortened = BodyTruncation.truncate(out, bodyStart: bodyStart, bodyEnd: bodyEnd, limit: limit) {
-            return .payload(shortened)
+            out = shortened
+            return .payload
         }
         let why = template.hasBody ? "shortening aps.alert.body cannot make it fit" : "there is no aps.alert.body to shorten"
         return .failure(reason: .payloadTooLarge, field: "", detail: "\(tooLarge); \(why)")
+    }
+
+    private static func absence(_ value: FieldValue?) -> String {
+        switch value {
+        case nil: return "missing"
+        case .null?: return "null"
+        default: return "empty"
+        }
     }
 
     /// A field's text, JSON-escaped. Most values need no escaping, so scan first and copy the
@@ -148,7 +191,7 @@ public final class PayloadRenderer: Sendable {
 
     private static func prepare(_ template: JSONValue, source: String, type: PushType) throws(PayloadTemplateError) -> CompiledTemplate {
         try TemplateValidator(source: source, pushType: type).validate(template)
-        let compiled = try TemplateCompiler.compile(template, source: source)
+        let compiled = try TemplateCompiler.compile(template, source: source, pushType: type)
         if compiled.minimumSize > type.payloadLimit {
             throw .templateTooLarge(source: source, bytes: compiled.minimumSize, limit: type.payloadLimit)
         }
@@ -156,11 +199,23 @@ public final class PayloadRenderer: Sendable {
     }
 
     /// `fr_CA`, `FR-ca` → `fr-ca`.
-    private static func normalize(_ locale: String) -> String {
+    static func normalize(_ locale: String) -> String {
         String(decoding: locale.utf8.map { byte -> UInt8 in
             if byte == UInt8(ascii: "_") { return UInt8(ascii: "-") }
             if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") { return byte + 32 }
             return byte
         }, as: UTF8.self)
+    }
+}
+
+extension FieldValue {
+    /// Null or empty text: treated as missing by placeholders.
+    @inline(__always)
+    var isBlank: Bool {
+        switch self {
+        case .null: return true
+        case .string(let s): return s.isEmpty
+        default: return false
+        }
     }
 }

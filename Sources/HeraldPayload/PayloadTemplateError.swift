@@ -20,6 +20,15 @@ public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
     case backgroundPush(source: String, problem: String)
     /// Background pushes must go out with priority 5 ("10 is an error").
     case backgroundPriority(Int)
+    /// `aps` holds `content-available: 1` and no alert, badge or sound, but `push.type` is alert.
+    case silentAsAlert(source: String)
+    /// An alert push whose `aps` has no alert, badge or sound: the device would show nothing.
+    case alertShowsNothing(source: String)
+    /// Live Activity keys outside a liveactivity push, or a liveactivity push missing one.
+    case liveActivity(source: String, problem: String)
+    /// A header setting that cannot be sent: `key` is the job key (`push.priority`,
+    /// `push.collapse_id`, `push.expiration`, `apns.topic`), `problem` completes the sentence.
+    case header(key: String, problem: String)
     /// The template is already over the size limit before any field is filled in.
     case templateTooLarge(source: String, bytes: Int, limit: Int)
     /// The same locale (after normalizing case and `_`) appears twice in `push.locales`.
@@ -43,6 +52,16 @@ public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
             return "\(source): a background push \(problem)"
         case .backgroundPriority(let priority):
             return "push.priority: a background push must have priority 5, not \(priority)"
+        case .silentAsAlert(let source):
+            return "\(source): aps has content-available: 1 and no alert, badge or sound, which is a background (silent) push: "
+                + "set push.type: background (priority 5), or add an alert"
+        case .alertShowsNothing(let source):
+            return "\(source): an alert push needs aps.alert, aps.badge or aps.sound; to send data only, "
+                + "use push.type: background with aps.content-available: 1"
+        case .liveActivity(let source, let problem):
+            return "\(source): \(problem)"
+        case .header(let key, let problem):
+            return "\(key) \(problem)"
         case .templateTooLarge(let source, let bytes, let limit):
             return "\(source): the template is \(bytes) bytes before any field is filled in; the limit is \(limit)"
         case .duplicateLocale(let locale):

@@ -11,3 +11,10 @@ public enum RenderOutcome: Sendable {
     /// `field` is the placeholder's field name ("" for size problems).
     case failure(reason: InvalidRowReason, field: String, detail: String)
 }
+
+/// What `render(_:locale:into:)` produced; on `.payload` the bytes are in the caller's buffer.
+public enum RenderStatus: Sendable, Equatable {
+    case payload
+    case skip(field: String)
+    case failure(reason: InvalidRowReason, field: String, detail: String)
+}

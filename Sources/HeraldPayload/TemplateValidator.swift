@@ -11,28 +11,65 @@ struct TemplateValidator {
         guard case .object = template, case .object(let apsMembers)? = template["aps"] else {
             throw .missingAPS(source: source)
         }
-        try checkDuplicates(template, path: "")
+        try checkKeys(template, path: "")
         for member in apsMembers {
             guard let shape = APSRules.shape(in: APSRules.aps, for: member.key) else {
                 throw .unknownKey(source: source, path: "aps.\(member.key)", allowed: APSRules.aps.map(\.key))
             }
             try check(member.value, is: shape, path: "aps.\(member.key)")
         }
-        if pushType == .background { try checkBackground(apsMembers) }
+        let keys = apsMembers.map(\.key)
+        try checkSilent(keys)
+        try checkLiveActivity(apsMembers)
     }
 
-    /// Apple: "The payload's aps dictionary must include the content-available key with a value
-    /// of 1" and "must not include the alert, badge, or sound keys" (APNS.md §4.5).
-    private func checkBackground(_ aps: [JSONValue.Member]) throws(PayloadTemplateError) {
-        if let bad = aps.first(where: { APSRules.forbiddenInBackground.contains($0.key) }) {
-            throw .backgroundPush(source: source, problem: "must not include aps.alert, aps.badge or aps.sound (found aps.\(bad.key))")
-        }
-        guard aps.contains(where: { $0.key == "content-available" }) else {
-            throw .backgroundPush(source: source, problem: "needs aps.content-available: 1")
+    /// Background (silent) pushes. Apple [BG]: "create a remote notification with an aps
+    /// dictionary that includes only the content-available key"; "you must not include alert,
+    /// badge or sound" (APNS.md §4.5). And the reverse: a payload that is only
+    /// `content-available: 1` sent as an alert push is a silent push with the wrong headers.
+    private func checkSilent(_ keys: [String]) throws(PayloadTemplateError) {
+        if pushType == .background {
+            if let bad = keys.first(where: { APSRules.forbiddenInBackground.contains($0) }) {
+                throw .backgroundPush(source: source, problem: "must not include aps.alert, aps.badge or aps.sound (found aps.\(bad))")
+            }
+            guard keys.contains("content-available") else {
+                throw .backgroundPush(source: source, problem: "needs aps.content-available: 1")
+            }
+            if let other = keys.first(where: { $0 != "content-available" }) {
+                throw .backgroundPush(source: source, problem: "has only aps.content-available: 1 in aps (Apple); "
+                                      + "found aps.\(other) (custom keys go beside aps)")
+            }
+        } else if pushType == .alert, !keys.contains(where: { APSRules.forbiddenInBackground.contains($0) }) {
+            if keys.contains("content-available") { throw .silentAsAlert(source: source) }
+            // Apple: the alert type is for "notifications that trigger a user interaction—for
+            // example, an alert, badge, or sound"; without one the device shows nothing.
+            throw .alertShowsNothing(source: source)
         }
     }
 
-    private func check(_ value: JSONValue, is shape: Shape, path: String) throws(PayloadTemplateError) {
+    /// Live Activity keys belong to `liveactivity` pushes; those need `event` and `timestamp`,
+    /// and a start also `attributes-type`, `attributes`, `content-state` and `alert` [LA].
+    private func checkLiveActivity(_ aps: [JSONValue.Member]) throws(PayloadTemplateError) {
+        let keys = Set(aps.map(\.key))
+        guard pushType == .liveactivity else {
+            if let key = aps.first(where: { APSRules.liveActivityOnly.contains($0.key) })?.key {
+                throw .liveActivity(source: source, problem: "aps.\(key) is a Live Activity key: it needs push.type: liveactivity, not \(pushType.rawValue)")
+            }
+            return
+        }
+        for required in ["event", "timestamp"] where !keys.contains(required) {
+            throw .liveActivity(source: source, problem: "a liveactivity push needs aps.\(required)")
+        }
+        if aps.first(where: { $0.key == "event" })?.value == .string("start") {
+            for required in ["attributes-type", "attributes", "content-state", "alert"] where !keys.contains(required) {
+                throw .liveActivity(source: source, problem: "a liveactivity push with event start needs aps.\(required)")
+            }
+        }
+    }
+
+    private func check(_ value: JSONValue, is written: Shape, path: String) throws(PayloadTemplateError) {
+        var shape = written
+        if case .number(nil) = written, let range = APSRules.range(path: path, pushType: pushType) { shape = .number(range) }
         let wrong = PayloadTemplateError.wrongValue(source: source, path: path, expected: shape.expected)
         switch shape {
         case .orNull(let inner):
@@ -47,6 +84,8 @@ struct TemplateValidator {
             guard case .string(let s) = value, allowed.contains(s) else { throw wrong }
         case .one, .flag:
             guard case .number(let n) = value, n == "1" || (n == "0" && shapeIsFlag(shape)) else { throw wrong }
+        case .isTrue:
+            guard value == .bool(true) else { throw wrong }
         case .nonNegativeInteger, .integer:
             switch value {
             case .number(let n):
@@ -58,7 +97,7 @@ struct TemplateValidator {
         case .number(let range):
             switch value {
             case .number(let n):
-                guard let d = Double(n) else { throw wrong }
+                guard let d = Double(n), d.isFinite else { throw wrong }
                 if let range, !range.contains(d) { throw wrong }
             case .string(let s):
                 guard let t = try typed(s, path), t == .number || t == .int else { throw wrong }
@@ -70,9 +109,12 @@ struct TemplateValidator {
             guard case .array(let items) = value else { throw wrong }
             for (i, item) in items.enumerated() { try check(item, is: .string, path: "\(path)[\(i)]") }
         case .alert:
-            try checkDictionaryOrString(value, table: APSRules.alert, path: path, wrong: wrong)
+            let table = pushType == .liveactivity ? APSRules.liveActivityAlert : APSRules.alert
+            try checkDictionaryOrString(value, table: table, path: path, wrong: wrong)
         case .sound:
             try checkDictionaryOrString(value, table: APSRules.sound, path: path, wrong: wrong)
+        case .localizable:
+            try checkDictionaryOrString(value, table: APSRules.localized, path: path, wrong: wrong)
         }
     }
 
@@ -101,18 +143,23 @@ struct TemplateValidator {
         }
     }
 
-    /// Duplicate keys anywhere: JSON allows them, APNs' parser would keep one of them silently.
-    private func checkDuplicates(_ value: JSONValue, path: String) throws(PayloadTemplateError) {
+    /// Every object's keys, anywhere: no duplicates (JSON allows them, APNs' parser would keep
+    /// one silently, and a second `aps` could shadow the first) and no placeholders (a key is
+    /// sent as written, so `{{name}}` there is always a mistake).
+    private func checkKeys(_ value: JSONValue, path: String) throws(PayloadTemplateError) {
         switch value {
         case .object(let members):
             var seen = Set<String>()
             for m in members {
                 let childPath = path.isEmpty ? m.key : "\(path).\(m.key)"
                 guard seen.insert(m.key).inserted else { throw .duplicateKey(source: source, path: childPath) }
-                try checkDuplicates(m.value, path: childPath)
+                if m.key.contains("{{") {
+                    throw .badPlaceholder(source: source, path: childPath, problem: "placeholders are not allowed in keys, only in string values")
+                }
+                try checkKeys(m.value, path: childPath)
             }
         case .array(let items):
-            for (i, item) in items.enumerated() { try checkDuplicates(item, path: "\(path)[\(i)]") }
+            for (i, item) in items.enumerated() { try checkKeys(item, path: "\(path)[\(i)]") }
         default: return
         }
     }

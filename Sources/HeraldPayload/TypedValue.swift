@@ -4,9 +4,32 @@ import HeraldCore
 /// CSV rows only have strings, so text that spells a value of the wanted type is accepted;
 /// NDJSON rows keep their JSON types and mostly pass straight through.
 enum TypedValue {
-    /// Appends `value` as JSON of `type`. Returns false when it does not convert (the caller
-    /// reports `bad_field_value`), leaving `out` possibly extended: callers abandon it then.
-    static func append(_ value: FieldValue, as type: ValueType, nonNegative: Bool, to out: inout [UInt8]) -> Bool {
+    /// Appends `value` as JSON of `type`, within `range` when one is given. Returns false when
+    /// it does not convert (the caller reports `bad_field_value`), leaving `out` possibly
+    /// extended: callers abandon it then.
+    @inline(__always)
+    static func append(_ value: FieldValue, as type: ValueType, range: ClosedRange<Double>?, to out: inout [UInt8]) -> Bool {
+        guard let range else { return append(value, as: type, to: &out) }
+        let start = out.count
+        guard append(value, as: type, to: &out) else { return false }
+        // Non-negative integers (badge): the sign is enough, no float parse per row.
+        if range.lowerBound == 0, range.upperBound == .greatestFiniteMagnitude, type == .int {
+            return out[start] != UInt8(ascii: "-")
+        }
+        guard let number = Double(String(decoding: out[start...], as: UTF8.self)) else { return false }
+        return range.contains(number)
+    }
+
+    /// "a non-negative int", "a number from 0 to 1", "a bool": completes "… is not".
+    static func describe(_ type: ValueType, range: ClosedRange<Double>?) -> String {
+        let noun = type == .int ? "int" : type.rawValue
+        guard let range else { return type == .int ? "an int" : "a \(noun)" }
+        if range.upperBound == .greatestFiniteMagnitude { return "a non-negative \(noun)" }
+        func text(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+        return "a \(noun) from \(text(range.lowerBound)) to \(text(range.upperBound))"
+    }
+
+    private static func append(_ value: FieldValue, as type: ValueType, to out: inout [UInt8]) -> Bool {
         switch (type, value) {
         case (.json, .json(let text)), (.json, .number(let text)), (.number, .number(let text)):
             // Both come from a JSON parser already, so they are valid JSON as they stand.
@@ -20,10 +43,65 @@ enum TypedValue {
             return true
         case (_, .null), (.int, .bool), (.number, .bool), (.int, .json), (.number, .json), (.bool, .json):
             return false
-        case (_, .string(let text)), (.int, .number(let text)), (.bool, .number(let text)):
+        case (.int, .string(let text)), (.int, .number(let text)):
+            return appendInt(text, to: &out)
+        case (.number, .string(let text)):
+            return appendNumber(text, to: &out)
+        case (_, .string(let text)), (.bool, .number(let text)):
             guard let bytes = convert(text: text, to: type) else { return false }
-            if nonNegative, bytes.first == UInt8(ascii: "-") { return false }
             out.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    /// `" 007 "` → `7`, `"+5"` → `5`, `"-0"` → `0`: what `Int(text)` accepts after trimming, in
+    /// canonical form, straight into `out` (the per-row path; `convert` would allocate twice).
+    @inline(__always)
+    static func appendInt(_ text: String, to out: inout [UInt8]) -> Bool {
+        var text = text
+        return text.withUTF8 { b -> Bool in
+            var i = 0
+            var end = b.count
+            while i < end, b[i] == 0x20 || b[i] == 0x09 { i += 1 }
+            while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 { end -= 1 }
+            var negative = false
+            if i < end, b[i] == UInt8(ascii: "-") || b[i] == UInt8(ascii: "+") { negative = b[i] == UInt8(ascii: "-"); i += 1 }
+            guard i < end else { return false }
+            var value: UInt64 = 0
+            while i < end {
+                let d = b[i] &- 0x30
+                guard d <= 9 else { return false }
+                let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+                let (sum, o2) = times10.addingReportingOverflow(UInt64(d))
+                guard !o1, !o2 else { return false }
+                value = sum
+                i += 1
+            }
+            // Int's range: up to 2^63 - 1, down to -2^63.
+            guard value <= UInt64(Int.max) + (negative ? 1 : 0) else { return false }
+            if negative && value != 0 { out.append(UInt8(ascii: "-")) }
+            let start = out.count
+            repeat {
+                out.append(0x30 + UInt8(value % 10))
+                value /= 10
+            } while value > 0
+            out[start...].reverse()
+            return true
+        }
+    }
+
+    /// A JSON number after trimming (`-1.5e3`; not `+1`, `01`, `.5`), copied into `out`.
+    @inline(__always)
+    static func appendNumber(_ text: String, to out: inout [UInt8]) -> Bool {
+        var text = text
+        return text.withUTF8 { b -> Bool in
+            var i = 0
+            var end = b.count
+            while i < end, b[i] == 0x20 || b[i] == 0x09 { i += 1 }
+            while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 { end -= 1 }
+            let trimmed = UnsafeBufferPointer(rebasing: b[i..<end])
+            guard JSONTextValidator.isNumber(trimmed) else { return false }
+            out.append(contentsOf: trimmed)
             return true
         }
     }

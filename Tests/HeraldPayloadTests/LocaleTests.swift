@@ -31,6 +31,17 @@ import Testing
         #expect(try alert(locale) == #"{"aps":{"alert":"\#(expected)"}}"#)
     }
 
+    @Test func scriptSubtagsFallBackOneAtATime() throws {
+        let renderer = try PayloadRenderer(push: Fixture.push(
+            #"{"aps":{"alert":"Hello"}}"#,
+            locales: [("zh", #"{"aps":{"alert":"你好"}}"#), ("zh-Hant", #"{"aps":{"alert":"妳好"}}"#)]))
+        #expect(renderer.templateSource(for: "zh-Hant-TW") == "push.locales.zh-Hant")
+        #expect(renderer.templateSource(for: "zh_hant") == "push.locales.zh-Hant")
+        #expect(renderer.templateSource(for: "zh-Hans-CN") == "push.locales.zh")
+        #expect(renderer.templateSource(for: "zhx") == "push.template")
+        #expect(Fixture.text(renderer.render(Fixture.record([:]), locale: "zh-Hant-HK")) == #"{"aps":{"alert":"妳好"}}"#)
+    }
+
     @Test func nilLocaleUsesDefault() throws {
         #expect(try alert(nil) == #"{"aps":{"alert":"Hello Lu"}}"#)
         #expect(renderer?.templateSource(for: "fr-CH") == "push.locales.fr")

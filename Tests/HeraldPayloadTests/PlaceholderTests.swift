@@ -15,24 +15,30 @@ import Testing
         #expect(Fixture.text(defaults) == #"{"aps":{"alert":{"title":"Hi there","body":"Oslo !"}},"n":"1"}"#)
     }
 
-    @Test func emptyValueCountsAsPresent() throws {
+    /// An empty CSV cell or a JSON null is how exports say "no value": the default applies,
+    /// else the missing_field policy, so nobody gets "Hi ,".
+    @Test func emptyAndNullCountAsMissing() throws {
         let renderer = try PayloadRenderer(push: Fixture.push(greeting))
-        let out = renderer.render(Fixture.strings(["first_name": "", "user.city": "", "n": ""]), locale: nil)
-        #expect(Fixture.text(out) == #"{"aps":{"alert":{"title":"Hi ","body":" !"}},"n":""}"#)
+        let defaults = renderer.render(Fixture.record(["first_name": .string(""), "user.city": .string("Oslo"), "n": .string("1"), "greeting": .null]), locale: nil)
+        #expect(Fixture.text(defaults) == #"{"aps":{"alert":{"title":"Hi there","body":"Oslo !"}},"n":"1"}"#)
+        let empty = renderer.render(Fixture.strings(["first_name": "Ana", "user.city": "", "n": "1"]), locale: nil)
+        #expect(Fixture.text(empty) == "failure(missing_field, user.city, field user.city is empty (used in aps.alert.body))")
+        let null = renderer.render(Fixture.record(["user.city": .null, "n": .string("1")]), locale: nil)
+        #expect(Fixture.text(null) == "failure(missing_field, user.city, field user.city is null (used in aps.alert.body))")
     }
 
     @Test func nonStringFieldsBecomeText() throws {
-        let renderer = try PayloadRenderer(push: Fixture.push(#"{"aps":{"alert":"{{a}}|{{b}}|{{c}}|{{d}}"}}"#))
+        let renderer = try PayloadRenderer(push: Fixture.push(#"{"aps":{"alert":"{{a}}|{{b}}|{{c|-}}|{{d}}"}}"#))
         let out = renderer.render(Fixture.record([
             "a": .number("4.50"), "b": .bool(true), "c": .null, "d": .json(#"{"k":"v"}"#),
         ]), locale: nil)
-        #expect(Fixture.text(out) == #"{"aps":{"alert":"4.50|true||{\"k\":\"v\"}"}}"#)
+        #expect(Fixture.text(out) == #"{"aps":{"alert":"4.50|true|-|{\"k\":\"v\"}"}}"#)
     }
 
     static let hostile: [String] = [
         #"He said "hi" \o/ \"#, "a}}b{{c}}", "{{first_name}}", "line1\nline2\r\ttab",
         "nul\u{0}bell\u{7}esc\u{1B}del\u{7F}", "👩‍👩‍👧‍👦 🇳🇴 e\u{301}", "مرحبا بالعالم \u{202E}abc",
-        "日本語のテキスト、中文", "\u{2028}\u{2029}", "</script><b>", "",
+        "日本語のテキスト、中文", "\u{2028}\u{2029}", "</script><b>",
     ]
 
     @Test(arguments: hostile)
@@ -51,6 +57,16 @@ import Testing
         #expect(parsed["aps"]?["alert"]?["title"] == .string(value))
         // Non-ASCII stays raw UTF-8: Apple does not support \u notation in alert text.
         #expect(!String(decoding: bytes, as: UTF8.self).contains("\\u2") && !String(decoding: bytes, as: UTF8.self).contains("\\ud"))
+    }
+
+    /// Apple: "The JSON \U notation is not supported. Put the actual UTF-8 character in the alert
+    /// text instead." The value's own bytes must appear verbatim; no \u escape anywhere.
+    @Test(arguments: ["👩‍👩‍👧‍👦 🇳🇴", "مرحبا بالعالم \u{202E}abc", "日本語のテキスト、中文", "한국어", "Zoë e\u{301}", "\u{2028}\u{2029}\u{7F}"])
+    func nonASCIIIsRawUTF8(value: String) throws {
+        let renderer = try PayloadRenderer(push: Fixture.push(#"{"aps":{"alert":{"title":"{{v}}","loc-args":["{{v}}"]}}}"#))
+        let bytes = try #require(Fixture.bytes(renderer.render(Fixture.strings(["v": value]), locale: nil)))
+        #expect(bytes == Array(#"{"aps":{"alert":{"title":"\#(value)","loc-args":["\#(value)"]}}}"#.utf8))
+        #expect(!String(decoding: bytes, as: UTF8.self).contains("\\u"))
     }
 
     @Test func nulIsEscapedAsUnicodeEscape() throws {

@@ -10,7 +10,7 @@ import Testing
         (#"{"aps":"hi"}"#, #"push.template: top level must be an object with an "aps" dictionary"#),
         (#"{"aps":{"alert":"a","aps":{}},"aps":{}}"#, "push.template: duplicate key aps"),
         (#"{"aps":{"alert":"a","badge":1,"badge":2}}"#, "push.template: duplicate key aps.badge"),
-        (#"{"aps":{"alert":"a","colour":"red"}}"#, "push.template: unknown key aps.colour; allowed here: alert, badge, sound, thread-id, category, content-available, mutable-content, target-content-id, interruption-level, relevance-score, filter-criteria, stale-date, content-state, timestamp, event, dismissal-date, attributes-type, attributes, input-push-token, input-push-channel"),
+        (#"{"aps":{"alert":"a","colour":"red"}}"#, "push.template: unknown key aps.colour; allowed here: alert, badge, sound, thread-id, category, content-available, mutable-content, target-content-id, interruption-level, relevance-score, filter-criteria, stale-date, content-state, timestamp, event, dismissal-date, attributes-type, attributes, input-push-token, input-push-channel, content-changed"),
         (#"{"aps":{"alert":{"titel":"x"}}}"#, "push.template: unknown key aps.alert.titel; allowed here: title, subtitle, body, launch-image, title-loc-key, title-loc-args, subtitle-loc-key, subtitle-loc-args, loc-key, loc-args, action-loc-key, summary-arg, summary-arg-count"),
         (#"{"aps":{"badge":-1}}"#, "push.template: aps.badge must be a non-negative integer or a {{field:int}} placeholder"),
         (#"{"aps":{"badge":1.5}}"#, "push.template: aps.badge must be a non-negative integer or a {{field:int}} placeholder"),
@@ -20,7 +20,7 @@ import Testing
         (#"{"aps":{"content-available":true}}"#, "push.template: aps.content-available must be 1"),
         (#"{"aps":{"alert":"a","mutable-content":0}}"#, "push.template: aps.mutable-content must be 1"),
         (#"{"aps":{"alert":"a","interruption-level":"urgent"}}"#, "push.template: aps.interruption-level must be one of passive, active, time-sensitive, critical"),
-        (#"{"aps":{"alert":"a","relevance-score":"high"}}"#, "push.template: aps.relevance-score must be a number or a {{field:number}} placeholder"),
+        (#"{"aps":{"alert":"a","relevance-score":"high"}}"#, "push.template: aps.relevance-score must be a number from 0.0 to 1.0 or a {{field:number}} placeholder"),
         (#"{"aps":{"alert":"a","sound":7}}"#, "push.template: aps.sound must be a string or a dictionary {critical, name, volume}"),
         (#"{"aps":{"alert":"a","sound":{"critical":1,"name":"x","volume":1.5}}}"#, "push.template: aps.sound.volume must be a number from 0.0 to 1.0 or a {{field:number}} placeholder"),
         (#"{"aps":{"alert":"a","sound":{"critical":2}}}"#, "push.template: aps.sound.critical must be 0 or 1"),
@@ -47,7 +47,7 @@ import Testing
         #"{"aps":{"alert":{"title":"t","title-loc-key":null,"action-loc-key":null,"summary-arg":"x","summary-arg-count":2}}}"#,
         #"{"aps":{"alert":"a","badge":0,"sound":{"critical":1,"name":"default","volume":0.5},"thread-id":"t","category":"c"}}"#,
         #"{"aps":{"alert":"a","mutable-content":1,"interruption-level":"time-sensitive","relevance-score":"{{score:number}}"}}"#,
-        #"{"aps":{"event":"update","timestamp":"{{ts:int}}","content-state":{"eta":"{{eta:int}}"},"stale-date":1700000000}}"#,
+        #"{"aps":{"alert":{"loc-key":"K","loc-args":["{{a}}","{{b|x}}"]},"badge":"{{n:int|0}}","sound":"{{tone|default}}"}}"#,
         #"{"aps":{"alert":"a"},"acme":{"nested":["{{x}}",{"y":"{{y:json}}"}]}}"#,
     ])
     func accepts(template: String) {

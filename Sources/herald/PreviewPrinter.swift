@@ -1,0 +1,104 @@
+import Foundation
+import HeraldCore
+import HeraldPayload
+
+/// Writes `herald preview`'s output: a job line, then one block per audience row. Device tokens
+/// are shortened (personal data); row problems name file, line and reason as `invalid.csv` does.
+final class PreviewPrinter {
+    let spec: JobSpec
+    let payloads: PayloadRenderer
+    let headers: HeaderRenderer
+    /// The send time the preview assumes for `apns-expiration` relative to sending.
+    let now: Int
+    private(set) var printedAny = false
+    private var out = ""
+
+    init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, now: Int) {
+        self.spec = spec; self.payloads = payloads; self.headers = headers; self.now = now
+    }
+
+    func printJob() {
+        let p = spec.push
+        write("job       \(spec.jobFile)  (campaign \(spec.campaign))")
+        let priority = p.priorityTemplate.map { "priority \($0) per recipient" } ?? "priority \(p.priority)"
+        write("push      \(p.type.rawValue), \(priority), topic \(headers.topic), payload limit \(payloads.limit) bytes, "
+              + "missing_field \(p.missingField.rawValue), oversize \(p.oversize.rawValue)")
+        if !p.locales.isEmpty {
+            write("locales   \(p.locales.map(\.locale).joined(separator: ", ")) (field \(spec.audience.localeField ?? "none: audience.locale_field is not set"))")
+        }
+        flush()
+    }
+
+    func print(_ event: AudienceEvent) {
+        printedAny = true
+        write("")
+        switch event {
+        case .invalid(let row):
+            let field = row.field.isEmpty ? "" : " (\(row.field))"
+            write("── \(row.location): invalid row, not sent: \(row.reason.rawValue)\(field): \(row.detail)")
+        case .record(let record):
+            printRecipient(record)
+        }
+        flush()
+    }
+
+    func printFooter(recipients: Int, rowsRead: Int) {
+        write("")
+        write("\(recipients) recipient\(recipients == 1 ? "" : "s") shown from the first \(rowsRead) audience row\(rowsRead == 1 ? "" : "s"); nothing was sent")
+        flush()
+    }
+
+    private func printRecipient(_ record: AudienceRecord) {
+        let locale = spec.audience.localeField.flatMap { record.fields[$0]?.text }
+        var title = "── \(record.location) · token \(Self.shortened(record.token.hex))"
+        if spec.audience.localeField != nil {
+            title += " · locale \(locale.map { $0.isEmpty ? "(empty)" : $0 } ?? "(none)") → \(payloads.templateSource(for: locale))"
+        }
+        if let id = spec.audience.idField.flatMap({ record.fields[$0]?.text }), !id.isEmpty { title += " · id \(id)" }
+        write(title)
+
+        let rendered: RenderedHeaders
+        switch headers.render(record) {
+        case .headers(let h): rendered = h
+        case .skip(let field): write("not sent: field \(field) is missing (missing_field: skip_recipient)"); return
+        case .failure(let reason, let field, let detail): write(Self.rowError(record, reason, field, detail)); return
+        }
+        switch payloads.render(record, locale: locale) {
+        case .payload(let bytes):
+            for (name, value) in rendered.fields(sentAt: now) {
+                write("\(name): \(value)\(name == "apns-expiration" ? Self.expirationNote(rendered.expiration) : "")")
+            }
+            write("payload: \(bytes.count) bytes (limit \(payloads.limit))")
+            write(PrettyJSON.format(bytes))
+        case .skip(let field):
+            write("not sent: field \(field) is missing (missing_field: skip_recipient)")
+        case .failure(let reason, let field, let detail):
+            write(Self.rowError(record, reason, field, detail))
+        }
+    }
+
+    private static func rowError(_ record: AudienceRecord, _ reason: InvalidRowReason, _ field: String, _ detail: String) -> String {
+        "not sent: \(record.location): \(reason.rawValue)\(field.isEmpty ? "" : " (\(field))"): \(detail)"
+    }
+
+    private static func expirationNote(_ expiration: ExpirationSpec) -> String {
+        switch expiration {
+        case .unset: return ""
+        case .immediate: return "  (0: delivered once, not stored)"
+        case .relative(let s): return "  (\(s) s after sending; shown for a send now)"
+        case .absolute: return "  (UNIX time)"
+        }
+    }
+
+    /// First 8 and last 4 hex digits: enough to find the row, not enough to push to it.
+    static func shortened(_ hex: String) -> String {
+        hex.count <= 12 ? hex : "\(hex.prefix(8))…\(hex.suffix(4))"
+    }
+
+    private func write(_ line: String) { out += line + "\n" }
+
+    private func flush() {
+        FileHandle.standardOutput.write(Data(out.utf8))
+        out = ""
+    }
+}
