@@ -1,3 +1,4 @@
+import Foundation
 import Crypto
 import HeraldCore
 
@@ -27,8 +28,10 @@ public final class HeaderRenderer: Sendable {
     /// Apple: "apns-collapse-id … must not exceed 64 bytes" (400 BadCollapseId).
     public static let maximumCollapseIdBytes = 64
 
-    public convenience init(job: JobSpec) throws(PayloadTemplateError) {
-        try self.init(push: job.push, topic: job.apns.topic, campaign: job.campaign)
+    /// For a run starting now: a `{date}`/`{week}`/`{month}` campaign name is resolved as a run
+    /// starting at this moment would resolve it.
+    public convenience init(job: JobSpec, now: Date = Date()) throws(PayloadTemplateError) {
+        try self.init(push: job.push, topic: job.apns.topic, campaign: CampaignName(job.campaign).resolved(at: now))
     }
 
     public init(push: PushSpec, topic configured: String, campaign: String) throws(PayloadTemplateError) {

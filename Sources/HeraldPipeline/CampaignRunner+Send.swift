@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldPayload
 import HeraldState
 
 extension CampaignRunner {
@@ -16,11 +17,10 @@ extension CampaignRunner {
 
     /// Claims pending recipients (committed as inflight first), sends them, commits their answers;
     /// until none is left, a fatal answer aborts, or a signal stops it.
-    func send(from state: RunState, campaign: String, sender: APNsSender) throws(RunFailure) -> SendResult {
+    func send(from state: RunState, headers: HeaderRenderer, sender: APNsSender) throws(RunFailure) -> SendResult {
         let maxAttempts = spec.retry.maxAttempts
         try Self.wrap(.usage) { () throws(StateError) in try state.resetRunAttempts() }
-        let topic = spec.apns.topic.hasSuffix(spec.push.type.topicSuffix) ? spec.apns.topic : spec.apns.topic + spec.push.type.topicSuffix
-        let collapseId = RecipientIdentity.collapseId(policy: spec.push.collapseId, campaign: campaign)
+        let shared = headers.shared
         let limiter = RateLimiter(perSecond: spec.throttle.rate)
         var sent = 0
         var batchSize = window
@@ -38,15 +38,17 @@ extension CampaignRunner {
             limiter.acquire(claimed.count)
             let now = Int(Date().timeIntervalSince1970)
             let requests = claimed.map { c in
-                PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: topic, pushType: spec.push.type,
-                            priority: spec.push.priority, collapseId: collapseId, expiration: expiration(now: now))
+                let own = c.headers
+                return PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: shared.topic, pushType: shared.pushType,
+                                   priority: own?.priority ?? shared.priority, collapseId: own.map { $0.collapseId } ?? shared.collapseId,
+                                   expiration: (own?.expiration ?? shared.expiration).headerValue(sentAt: now))
             }
             let results: [PushResult]
             do {
                 results = try sender.send(requests)
             } catch {
                 // The batch never left (or we cannot tell): put it back, keep the apns-ids.
-                try? state.release(claimed.map(\.token))
+                try? state.release(claimed.map(\.seq))
                 throw RunFailure(.incomplete, "sending failed: \(error.description); rerun to resume")
             }
             let decision = OutcomeDecision.decide(results: results, claimed: claimed, maxAttempts: maxAttempts)
@@ -71,14 +73,5 @@ extension CampaignRunner {
             return SendResult(status: .incomplete, message: "\(open) recipient(s) still retryable after \(spec.retry.maxAttempts) attempts; rerun to resume", sent: sent)
         }
         return SendResult(status: .finished, message: nil, sent: sent)
-    }
-
-    func expiration(now: Int) -> Int? {
-        switch spec.push.expiration {
-        case .unset: return nil
-        case .immediate: return 0
-        case .relative(let s): return now + s
-        case .absolute(let t): return t
-        }
     }
 }

@@ -65,13 +65,14 @@ public final class CampaignRunner {
         defer { withExtendedLifetime(lock) {} }
 
         let store: StateStore
-        let renderer: PayloadRenderer
+        let payloads: PayloadRenderer
         let run: RunInfo
         do throws(RunFailure) {
             if spec.push.type == .background {
                 throw RunFailure(.usage, "\(spec.jobFile): push.type background is not supported yet (the per-device silent-push budget, throttle.silent_per_device_per_hour, comes first)")
             }
-            renderer = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
+            payloads = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
+            _ = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             store = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }
             run = try Self.wrap(.usage) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)
@@ -98,13 +99,19 @@ public final class CampaignRunner {
         var sentThisRun = 0
         var outcome: (ExitStatus, String?) = (.finished, nil)
         do throws(RunFailure) {
-            try readAudience(state: state, run: run, renderer: renderer)
-            let target = try DeliveryTarget(spec: spec)
+            let headers = try Self.wrap(.usage) { () throws(PayloadTemplateError) in
+                try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
+            }
+            let firstOfItsName = try Self.wrap(.usage) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
+            let renderers = RecipientRenderers(payload: payloads, headers: headers,
+                                               apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
+            try readAudience(state: state, run: run, renderer: renderers)
+            let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId)
             defer { target.shutdown() }
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
                 try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
             }
-            let result = try send(from: state, campaign: run.campaign, sender: sender)
+            let result = try send(from: state, headers: headers, sender: sender)
             sentThisRun = result.sent
             outcome = (result.status, result.message)
         } catch {

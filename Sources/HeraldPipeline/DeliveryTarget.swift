@@ -14,7 +14,7 @@ final class DeliveryTarget {
     static let simulatorTeamId = "HERALDSIM1"
     static let simulatorKeyId = "HERALDKEY1"
 
-    init(spec: JobSpec) throws(RunFailure) {
+    init(spec: JobSpec, bundleId: String) throws(RunFailure) {
         let streams = spec.apns.streamsPerConnection
         do {
             if spec.apns.endpoint == .simulator {
@@ -30,7 +30,7 @@ final class DeliveryTarget {
                     (privatePEM, publicPEM) = SimulatorCredentials.generate()
                 }
                 var config = SimulatorConfiguration(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
-                config.bundleId = spec.apns.topic
+                config.bundleId = bundleId
                 config.unregisteredPrefixes = spec.apns.simulator.unregisteredPrefixes
                 config.badTokenPrefixes = spec.apns.simulator.badTokenPrefixes
                 config.logPath = spec.apns.simulator.logPath

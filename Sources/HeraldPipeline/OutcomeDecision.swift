@@ -8,7 +8,7 @@ struct OutcomeDecision {
     struct Abort { var status: Int; var reason: String; var meaning: String }
 
     var outcomes: [AttemptOutcome] = []
-    var released: [DeviceToken] = []
+    var released: [Int64] = []
     var sent = 0
     var refreshToken = false
     var abort: Abort?
@@ -28,27 +28,27 @@ struct OutcomeDecision {
             switch result.outcome {
             case .transportFailure(let why):
                 // Outcome unknown: retried later with the same apns-id (and collapse id).
-                d.outcomes.append(AttemptOutcome(token: c.token, status: .retry, reason: "connection_error: \(why)",
+                d.outcomes.append(AttemptOutcome(seq: c.seq, status: .retry, reason: "connection_error: \(why)",
                                                  retryAt: now.addingTimeInterval(backoff(attempt: c.attempts))))
             case .answered(let status, let apnsId, let reason, let timestamp):
                 if status == 200 {
                     d.sent += 1
-                    d.outcomes.append(AttemptOutcome(token: c.token, status: .sent, httpStatus: 200, responseApnsId: apnsId))
+                    d.outcomes.append(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
                     continue
                 }
                 let reasonText = reason?.rawValue ?? "HTTP \(status)"
                 switch APNsReasonTable.action(status: status, reason: reason) {
                 case .permanent:
-                    d.outcomes.append(AttemptOutcome(token: c.token, status: .failed, httpStatus: status, reason: reasonText,
+                    d.outcomes.append(AttemptOutcome(seq: c.seq, status: .failed, httpStatus: status, reason: reasonText,
                                                      responseApnsId: apnsId, invalidatedAt: status == 410 ? timestamp : nil))
                 case .abortCampaign:
-                    d.released.append(c.token)
+                    d.released.append(c.seq)
                     if d.abort == nil {
                         d.abort = Abort(status: status, reason: reasonText, meaning: reason?.entry?.meaning ?? "fatal")
                     }
                 case .refreshTokenAndRetry, .retryAfterDelay, .retryOnNewConnection:
                     if reason?.entry?.action == .refreshTokenAndRetry { d.refreshToken = true }
-                    d.outcomes.append(AttemptOutcome(token: c.token, status: .retry, httpStatus: status, reason: reasonText,
+                    d.outcomes.append(AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText,
                                                      responseApnsId: apnsId, retryAt: now.addingTimeInterval(backoff(attempt: c.attempts))))
                 }
             }

@@ -4,15 +4,20 @@ import HeraldCore
 
 /// A recipient taken for sending: already committed as `inflight` with its attempt counted.
 public struct ClaimedRecipient: Sendable {
+    /// The recipient's row: outcomes are recorded against it.
+    public let seq: Int64
     public let token: DeviceToken
     public let payload: [UInt8]
     public let apnsId: String
     public let attempts: Int
+    /// Set when the job templates headers per recipient.
+    public let headers: RecipientHeaders?
 }
 
 /// The answer for one recipient, as the sender decided it.
 public struct AttemptOutcome: Sendable {
-    public var token: DeviceToken
+    /// The recipient's row (`ClaimedRecipient.seq`).
+    public var seq: Int64
     public var status: StoredStatus
     public var httpStatus: Int?
     public var reason: String
@@ -22,9 +27,9 @@ public struct AttemptOutcome: Sendable {
     /// A 410's timestamp (ms since the epoch): when APNs learned the token was dead.
     public var invalidatedAt: Int64?
 
-    public init(token: DeviceToken, status: StoredStatus, httpStatus: Int? = nil, reason: String = "",
+    public init(seq: Int64, status: StoredStatus, httpStatus: Int? = nil, reason: String = "",
                 responseApnsId: String? = nil, retryAt: Date? = nil, invalidatedAt: Int64? = nil) {
-        self.token = token; self.status = status; self.httpStatus = httpStatus; self.reason = reason
+        self.seq = seq; self.status = status; self.httpStatus = httpStatus; self.reason = reason
         self.responseApnsId = responseApnsId; self.retryAt = retryAt; self.invalidatedAt = invalidatedAt
     }
 }
@@ -43,7 +48,7 @@ extension RunState {
                 if !extra.isEmpty { _ = arguments.append(contentsOf: [now.timeIntervalSince1970]) }
                 _ = arguments.append(contentsOf: [limit - rows.count])
                 rows += try Row.fetchAll(db, sql: """
-                    SELECT seq, token, payload, apns_id, attempts FROM recipient
+                    SELECT seq, token, payload, apns_id, attempts, priority, collapse_id, expiration FROM recipient
                     WHERE run = ? AND status = ? AND run_attempts < ?\(extra) ORDER BY seq LIMIT ?
                     """, arguments: arguments)
             }
@@ -57,8 +62,13 @@ extension RunState {
             for r in rows {
                 try update.execute(arguments: [stamp, stamp, r["seq"] as Int64])
                 let payload: Data = r["payload"]
-                out.append(ClaimedRecipient(token: DeviceToken(trustedCanonical: r["token"]), payload: Array(payload),
-                                            apnsId: r["apns_id"], attempts: (r["attempts"] as Int) + 1))
+                var headers: RecipientHeaders?
+                if let priority = r["priority"] as Int? {
+                    let expiration = (r["expiration"] as String?).flatMap { ExpirationSpec(storageText: $0) } ?? .unset
+                    headers = RecipientHeaders(priority: priority, collapseId: r["collapse_id"], expiration: expiration)
+                }
+                out.append(ClaimedRecipient(seq: r["seq"], token: DeviceToken(trustedCanonical: r["token"]), payload: Array(payload),
+                                            apnsId: r["apns_id"], attempts: (r["attempts"] as Int) + 1, headers: headers))
             }
             return out
         }
@@ -82,21 +92,21 @@ extension RunState {
         try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
-                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE run = ? AND token = ?
+                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE seq = ?
                 """)
             for o in outcomes {
                 try update.execute(arguments: [o.status.rawValue, o.httpStatus, o.reason, o.responseApnsId,
-                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, id, o.token.hex])
+                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, o.seq])
             }
         }
     }
 
     /// Puts recipients back to `pending` without counting the attempt against them: used when the
     /// campaign aborts because of our configuration (bad key, topic), not their token.
-    public func release(_ tokens: [DeviceToken]) throws(StateError) {
+    public func release(_ recipients: [Int64]) throws(StateError) {
         try write { db in
-            let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE run = ? AND token = ?")
-            for t in tokens { try update.execute(arguments: [id, t.hex]) }
+            let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE seq = ?")
+            for seq in recipients { try update.execute(arguments: [seq]) }
         }
     }
 

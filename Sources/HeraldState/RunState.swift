@@ -68,56 +68,101 @@ public struct RunState: Sendable {
     // MARK: Ingest
 
     /// Records one batch of audience rows and moves the checkpoint, atomically: after a crash the
-    /// rows before the checkpoint are all recorded and none after it is. A token already recorded
-    /// in this run is a duplicate if this pass has seen it, and a re-read otherwise (a later pass
-    /// over a changed audience refreshes the location and, while it is still undecided, the payload).
-    @discardableResult
-    public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) -> (added: Int, duplicates: Int) {
+    /// rows before the checkpoint are all recorded and none after it is. Rows are only appended
+    /// here; duplicates are resolved once the whole audience is read (`markIngestComplete`).
+    public func ingest(_ batch: IngestBatch) throws(StateError) {
         try write { db in
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO recipient (run, token, file, line, recipient_id, payload, apns_id, seen_pass, added_pass)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (run, token) DO UPDATE SET seen_pass = excluded.seen_pass,
-                    file = CASE WHEN status IN ('pending', 'retry') THEN excluded.file ELSE file END,
-                    line = CASE WHEN status IN ('pending', 'retry') THEN excluded.line ELSE line END,
-                    recipient_id = CASE WHEN status IN ('pending', 'retry') THEN excluded.recipient_id ELSE recipient_id END,
-                    payload = CASE WHEN status IN ('pending', 'retry') THEN excluded.payload ELSE payload END
-                WHERE seen_pass < excluded.seen_pass
+                INSERT INTO audience_row (run, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            var added = 0
-            var duplicates = 0
             for r in batch.recipients {
                 try insert.execute(arguments: [id, r.token.hex, r.location.file, r.location.line, r.recipientId,
-                                               Data(r.payload), r.apnsId, pass, pass])
-                if db.changesCount == 1 { added += 1 } else { duplicates += 1 }
+                                               Data(r.payload), r.apnsId, r.headers?.priority, r.headers?.collapseId,
+                                               r.headers?.expiration.storageText])
             }
             let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
             for row in batch.invalid {
                 try invalid.execute(arguments: [id, row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
             }
-            try db.execute(sql: """
-                UPDATE run SET rows = rows + ?, duplicates = duplicates + ?, ingested_file = ?, ingested_line = ? WHERE id = ?
-                """, arguments: [batch.rows, duplicates, batch.checkpointFile, batch.checkpointLine, id])
-            return (added, duplicates)
+            try db.execute(sql: "UPDATE run SET rows = rows + ?, ingested_file = ?, ingested_line = ? WHERE id = ?",
+                           arguments: [batch.rows, batch.checkpointFile, batch.checkpointLine, id])
         }
     }
 
-    /// The audience is fully recorded. After a later pass (the audience changed), recipients the
-    /// new files no longer contain and that are still undecided are not sent: they are marked
-    /// `suppressed` (`vanished_from_audience`); the counts of new and vanished recipients are kept.
+    /// The audience is fully read: keep each token's first row as the recipient (in audience
+    /// order), count the rest as duplicates, in one transaction. After a later pass (the audience
+    /// changed), tokens already recorded keep their state (a token sent is never sent again; the
+    /// undecided ones take the new row's data), new tokens are added, and recipients the new
+    /// files no longer contain that are still undecided are not sent: `suppressed`
+    /// (`vanished_from_audience`).
     public func markIngestComplete(pass: Int = 1) throws(StateError) {
         try write { db in
+            // Built by sorting, after the fact: cheap, and the appends above stay index-free.
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS audience_row_token ON audience_row(run, token, id)")
+            let valid = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row WHERE run = ?", arguments: [id]) ?? 0
+            let distinct = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? GROUP BY token)",
+                                            arguments: [id]) ?? 0
+            let firsts = "SELECT MIN(id) FROM audience_row WHERE run = ? GROUP BY token"
+            let columns = "run, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration"
             var newCount = 0, vanished = 0
-            if pass > 1 {
-                newCount = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND added_pass = ?", arguments: [id, pass]) ?? 0
+            if pass == 1 {
+                try db.execute(sql: """
+                    INSERT INTO recipient (\(columns), seen_pass, added_pass)
+                    SELECT \(columns), 1, 1 FROM audience_row WHERE id IN (\(firsts)) ORDER BY id
+                    """, arguments: [id])
+            } else {
+                try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
+                try db.execute(sql: """
+                    UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ?)
+                    """, arguments: [pass, id, id])
+                try db.execute(sql: """
+                    UPDATE recipient SET (file, line, recipient_id, payload, priority, collapse_id, expiration) =
+                        (SELECT file, line, recipient_id, payload, priority, collapse_id, expiration FROM audience_row a
+                         WHERE a.run = recipient.run AND a.token = recipient.token ORDER BY a.id LIMIT 1)
+                    WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry')
+                    """, arguments: [id, pass])
+                try db.execute(sql: """
+                    INSERT INTO recipient (\(columns), seen_pass, added_pass)
+                    SELECT \(columns), ?, ? FROM audience_row a WHERE a.id IN (\(firsts))
+                        AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token) ORDER BY a.id
+                    """, arguments: [pass, pass, id])
+                newCount = db.changesCount
                 vanished = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
                 try db.execute(sql: """
                     UPDATE recipient SET status = 'suppressed', reason = 'vanished_from_audience'
                     WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight')
                     """, arguments: [id, pass])
+                try db.execute(sql: "DROP INDEX recipient_token")
             }
-            try db.execute(sql: "UPDATE run SET ingest_complete = 1, new_recipients = ?, vanished_recipients = ? WHERE id = ?",
-                           arguments: [newCount, vanished, id])
+            try db.execute(sql: "DELETE FROM audience_row WHERE run = ?", arguments: [id])
+            try db.execute(sql: "DROP INDEX audience_row_token")
+            try db.execute(sql: """
+                UPDATE run SET ingest_complete = 1, duplicates = ?, new_recipients = ?, vanished_recipients = ? WHERE id = ?
+                """, arguments: [valid - distinct, newCount, vanished, id])
+        }
+    }
+}
+
+extension ExpirationSpec {
+    /// How a per-recipient expiration is kept in the state file: `unset`, `0`, `+seconds` or `@unixtime`.
+    var storageText: String {
+        switch self {
+        case .unset: return "unset"
+        case .immediate: return "0"
+        case .relative(let s): return "+\(s)"
+        case .absolute(let t): return "@\(t)"
+        }
+    }
+
+    init?(storageText text: String) {
+        if text == "unset" { self = .unset; return }
+        if text == "0" { self = .immediate; return }
+        guard let first = text.first, let n = Int(text.dropFirst()) else { return nil }
+        switch first {
+        case "+": self = .relative(n)
+        case "@": self = .absolute(n)
+        default: return nil
         }
     }
 }

@@ -92,6 +92,11 @@ public final class StateStore: Sendable {
         try read { db in try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1").map { RunInfo(row: $0, disposition: .resumed) } }
     }
 
+    /// Whether no earlier run has this resolved campaign name (a `--new-run` repeats a name).
+    public func isFirstRun(named campaign: String, id: Int64) throws(StateError) -> Bool {
+        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM run WHERE campaign = ? AND id < ?", arguments: [campaign, id]) == 0 }
+    }
+
     /// Every run of the job, oldest first (for `herald status`).
     public func runs() throws(StateError) -> [RunInfo] {
         try read { db in try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id").map { RunInfo(row: $0, disposition: .resumed) } }
@@ -149,6 +154,16 @@ public struct RunInfo: Sendable {
     }
 }
 
+/// A recipient's own header values, when the job templates them.
+public struct RecipientHeaders: Sendable, Equatable {
+    public var priority: Int
+    public var collapseId: String?
+    public var expiration: ExpirationSpec
+    public init(priority: Int, collapseId: String?, expiration: ExpirationSpec) {
+        self.priority = priority; self.collapseId = collapseId; self.expiration = expiration
+    }
+}
+
 /// Audience rows read since the last checkpoint.
 public struct IngestBatch: Sendable {
     public struct Recipient: Sendable {
@@ -157,8 +172,12 @@ public struct IngestBatch: Sendable {
         public var recipientId: String
         public var payload: [UInt8]
         public var apnsId: String
-        public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String) {
+        /// Only when the job templates headers per recipient; nil: the job's.
+        public var headers: RecipientHeaders?
+        public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
+                    headers: RecipientHeaders? = nil) {
             self.token = token; self.location = location; self.recipientId = recipientId; self.payload = payload; self.apnsId = apnsId
+            self.headers = headers
         }
     }
     public var recipients: [Recipient] = []

@@ -19,16 +19,16 @@ enum StateBench {
                 let info = try store.openRun(campaign: CampaignName("bench"))
                 let run = store.run(info)
                 var clock = ContinuousClock.now
-                var duplicates = 0
-                for b in batches { duplicates += try run.ingest(b).duplicates }
+                for b in batches { try run.ingest(b) }
                 try run.markIngestComplete()
+                let duplicates = try run.reload().duplicates
                 let ingestSeconds = seconds(since: clock)
                 clock = ContinuousClock.now
                 var sent = 0
                 while true {
                     let claimed = try run.claim(limit: 500)
                     if claimed.isEmpty { break }
-                    try run.record(claimed.map { AttemptOutcome(token: $0.token, status: .sent, httpStatus: 200) })
+                    try run.record(claimed.map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
                     sent += claimed.count
                 }
                 let sendSeconds = seconds(since: clock)
