@@ -118,7 +118,7 @@ extension CampaignRunner {
     private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false) throws(RunFailure) {
         guard force || !batch.isEmpty else { return }
         let b = batch
-        try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b) }
+        try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass) }
         batch = IngestBatch()
         CrashPoint.ingest.reached()
     }

@@ -43,13 +43,15 @@ extension RunState {
             // One indexed range scan per status (recipient_status is (status, seq)): an OR across
             // statuses would scan every sent row on every claim, quadratic in the audience.
             var rows: [Row] = []
-            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND retry_at <= ?")] where rows.count < limit {
+            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?")] where rows.count < limit {
                 var arguments: StatementArguments = [id, status, maxAttempts]
                 if !extra.isEmpty { _ = arguments.append(contentsOf: [now.timeIntervalSince1970]) }
                 _ = arguments.append(contentsOf: [limit - rows.count])
                 rows += try Row.fetchAll(db, sql: """
-                    SELECT seq, token, payload, apns_id, attempts, priority, collapse_id, expiration FROM recipient
-                    WHERE run = ? AND status = ? AND run_attempts < ?\(extra) ORDER BY seq LIMIT ?
+                    SELECT r.seq, r.token, COALESCE(a.payload, r.payload) AS payload, r.apns_id, r.attempts,
+                           a.priority, a.collapse_id, a.expiration
+                    FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
+                    WHERE r.run = ? AND r.status = ? AND r.run_attempts < ?\(extra) ORDER BY r.seq LIMIT ?
                     """, arguments: arguments)
             }
             let stamp = Timestamp.iso(now)

@@ -53,6 +53,7 @@ public struct RunState: Sendable {
                     rows = 0, duplicates = 0, new_recipients = 0, vanished_recipients = 0 WHERE id = ?
                 """, arguments: [id])
             try db.execute(sql: "DELETE FROM invalid_row WHERE run = ?", arguments: [id])
+            try Self.pruneUnreferencedRows(run: id, db: db)
             try Self.replaceFiles(files, run: id, db: db)
         }
     }
@@ -70,14 +71,14 @@ public struct RunState: Sendable {
     /// Records one batch of audience rows and moves the checkpoint, atomically: after a crash the
     /// rows before the checkpoint are all recorded and none after it is. Rows are only appended
     /// here; duplicates are resolved once the whole audience is read (`markIngestComplete`).
-    public func ingest(_ batch: IngestBatch) throws(StateError) {
+    public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) {
         try write { db in
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO audience_row (run, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             for r in batch.recipients {
-                try insert.execute(arguments: [id, r.token.hex, r.location.file, r.location.line, r.recipientId,
+                try insert.execute(arguments: [id, pass, r.token.hex, r.location.file, r.location.line, r.recipientId,
                                                Data(r.payload), r.apnsId, r.headers?.priority, r.headers?.collapseId,
                                                r.headers?.expiration.storageText])
             }
@@ -99,34 +100,34 @@ public struct RunState: Sendable {
     public func markIngestComplete(pass: Int = 1) throws(StateError) {
         try write { db in
             // Built by sorting, after the fact: cheap, and the appends above stay index-free.
-            try db.execute(sql: "CREATE INDEX IF NOT EXISTS audience_row_token ON audience_row(run, token, id)")
-            let valid = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row WHERE run = ?", arguments: [id]) ?? 0
-            let distinct = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? GROUP BY token)",
-                                            arguments: [id]) ?? 0
-            let firsts = "SELECT MIN(id) FROM audience_row WHERE run = ? GROUP BY token"
-            let columns = "run, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration"
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS audience_row_token ON audience_row(run, pass, token, id)")
+            let valid = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row WHERE run = ? AND pass = ?", arguments: [id, pass]) ?? 0
+            let distinct = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? AND pass = ? GROUP BY token)
+                """, arguments: [id, pass]) ?? 0
+            let firsts = "SELECT MIN(id) FROM audience_row WHERE run = ? AND pass = ? GROUP BY token"
             var newCount = 0, vanished = 0
             if pass == 1 {
                 try db.execute(sql: """
-                    INSERT INTO recipient (\(columns), seen_pass, added_pass)
-                    SELECT \(columns), 1, 1 FROM audience_row WHERE id IN (\(firsts)) ORDER BY id
-                    """, arguments: [id])
+                    INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
+                    SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1 FROM audience_row WHERE id IN (\(firsts)) ORDER BY id
+                    """, arguments: [id, pass])
             } else {
                 try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
                 try db.execute(sql: """
-                    UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ?)
-                    """, arguments: [pass, id, id])
+                    UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ? AND pass = ?)
+                    """, arguments: [pass, id, id, pass])
                 try db.execute(sql: """
-                    UPDATE recipient SET (file, line, recipient_id, payload, priority, collapse_id, expiration) =
-                        (SELECT file, line, recipient_id, payload, priority, collapse_id, expiration FROM audience_row a
-                         WHERE a.run = recipient.run AND a.token = recipient.token ORDER BY a.id LIMIT 1)
+                    UPDATE recipient SET (file, line, recipient_id, row, payload) =
+                        (SELECT file, line, recipient_id, id, NULL FROM audience_row a
+                         WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token ORDER BY a.id LIMIT 1)
                     WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry')
-                    """, arguments: [id, pass])
+                    """, arguments: [pass, id, pass])
                 try db.execute(sql: """
-                    INSERT INTO recipient (\(columns), seen_pass, added_pass)
-                    SELECT \(columns), ?, ? FROM audience_row a WHERE a.id IN (\(firsts))
+                    INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
+                    SELECT run, token, file, line, recipient_id, apns_id, id, ?, ? FROM audience_row a WHERE a.id IN (\(firsts))
                         AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token) ORDER BY a.id
-                    """, arguments: [pass, pass, id])
+                    """, arguments: [pass, pass, id, pass])
                 newCount = db.changesCount
                 vanished = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
                 try db.execute(sql: """
@@ -135,12 +136,20 @@ public struct RunState: Sendable {
                     """, arguments: [id, pass])
                 try db.execute(sql: "DROP INDEX recipient_token")
             }
-            try db.execute(sql: "DELETE FROM audience_row WHERE run = ?", arguments: [id])
             try db.execute(sql: "DROP INDEX audience_row_token")
+            try Self.pruneUnreferencedRows(run: id, db: db)
             try db.execute(sql: """
                 UPDATE run SET ingest_complete = 1, duplicates = ?, new_recipients = ?, vanished_recipients = ? WHERE id = ?
                 """, arguments: [valid - distinct, newCount, vanished, id])
         }
+    }
+
+    /// Staged rows no recipient points at: duplicates, and rows of an earlier pass that a later
+    /// pass replaced or never settled.
+    static func pruneUnreferencedRows(run: Int64, db: Database) throws {
+        try db.execute(sql: """
+            DELETE FROM audience_row WHERE run = ? AND id NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
+            """, arguments: [run, run])
     }
 }
 

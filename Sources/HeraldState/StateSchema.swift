@@ -61,9 +61,11 @@ enum StateSchema {
         // index built by sorting. A unique index on random tokens, maintained row by row, touched
         // one index page per row in every batch commit and capped ingest near 15,000 rows/s.
         //
-        // `seen_pass`/`added_pass` tell, after the audience changed under a resumed run, which
-        // recipients are new and which vanished. `priority`, `collapse_id` and `expiration` are set
-        // only when the job templates them per recipient (NULL: the job's value).
+        // The rendered row stays where it was staged: a recipient points at it (`row`) for its
+        // payload and, when the job templates them, its own `priority`, `collapse_id` and
+        // `expiration` (NULL: the job's); only duplicates' rows are removed. (`payload` in
+        // `recipient` holds what a version-1 file recorded there.) `seen_pass`/`added_pass` tell,
+        // after the audience changed under a resumed run, which recipients are new and which vanished.
         // `audience_file` holds each run's input fingerprints.
         m.registerMigration("2-runs-and-audience-fingerprints") { db in
             try db.execute(sql: """
@@ -80,7 +82,8 @@ enum StateSchema {
                     file TEXT NOT NULL,
                     line INTEGER NOT NULL,
                     recipient_id TEXT NOT NULL DEFAULT '',
-                    payload BLOB NOT NULL,
+                    row INTEGER,
+                    payload BLOB,
                     apns_id TEXT NOT NULL,
                     status TEXT NOT NULL DEFAULT 'pending',
                     http_status INTEGER,
@@ -93,10 +96,7 @@ enum StateSchema {
                     retry_at REAL,
                     invalidated_at INTEGER,
                     seen_pass INTEGER NOT NULL DEFAULT 1,
-                    added_pass INTEGER NOT NULL DEFAULT 1,
-                    priority INTEGER,
-                    collapse_id TEXT,
-                    expiration TEXT
+                    added_pass INTEGER NOT NULL DEFAULT 1
                 );
                 INSERT INTO recipient (seq, run, token, file, line, recipient_id, payload, apns_id, status, http_status, reason,
                                        response_apns_id, attempts, run_attempts, first_attempt_at, last_attempt_at, retry_at, invalidated_at)
@@ -111,6 +111,7 @@ enum StateSchema {
                 CREATE TABLE audience_row (
                     id INTEGER PRIMARY KEY,
                     run INTEGER NOT NULL,
+                    pass INTEGER NOT NULL,
                     token TEXT NOT NULL,
                     file TEXT NOT NULL,
                     line INTEGER NOT NULL,

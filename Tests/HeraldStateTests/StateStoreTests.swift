@@ -176,7 +176,7 @@ import Testing
         var b = batch([1, 4, 5, 4], line: 5)
         b.invalid = [InvalidRow(location: RowLocation(file: "a.csv", line: 6), reason: .invalidToken, field: "token", detail: "x")]
         b.rows = 5
-        try r.ingest(b)
+        try r.ingest(b, pass: 2)
         try r.markIngestComplete(pass: 2)
         let done = try r.reload()
         #expect(done.newRecipients == 1 && done.vanishedRecipients == 2 && done.audienceChanged)
