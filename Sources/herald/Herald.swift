@@ -15,6 +15,6 @@ struct Herald: ParsableCommand {
               5   too many invalid rows
               75  another run holds the campaign's lock
             """,
-        subcommands: [RunCommand.self, SimCommand.self]
+        subcommands: [RunCommand.self, SimCommand.self, ValidateCommand.self]
     )
 }
