@@ -2,15 +2,14 @@ import Foundation
 import HeraldAudience
 import HeraldCore
 import HeraldPayload
-import HeraldState
 
 /// One read of the whole audience that sends nothing and records nothing: `herald validate`, and
 /// the prescan of `herald run`, which must find a truncated gzip, a broken header or too many bad
 /// rows before the first push leaves, and tells progress the total.
 ///
 /// Every file is read once, in the job's order. Each valid row is rendered exactly as the run
-/// would render it (so a render error counts as invalid here too), and its token is counted in a
-/// `DistinctTokens` set on disk: memory stays the same for ten thousand rows or ten million.
+/// would render it (so a render error counts as invalid here too), and its token is counted by a
+/// `DistinctTokenCounter` that sorts on disk: memory stays the same for ten thousand rows or ten million.
 public struct AudienceScan {
     /// How much of a row's processing to do.
     public enum Depth: Sendable {
@@ -53,9 +52,7 @@ public struct AudienceScan {
                     shouldStop: () -> Bool = { false }) throws(RunFailure) -> AudienceScanResult {
         let started = ContinuousClock.now
         var result = AudienceScanResult(limit: audience.maxInvalidRows, depth: depth)
-        let tokens = depth == .full
-            ? try Self.wrap(.usage) { () throws(StateError) in try DistinctTokens() }
-            : nil
+        let tokens = depth == .full ? DistinctTokenCounter() : nil
         let totalBytes = Self.totalBytes(audience.files)
         var bytesBefore = 0
         for file in audience.files {
@@ -73,7 +70,7 @@ public struct AudienceScan {
                         result.countInvalid(row)
                         counts.invalid += 1
                     } else {
-                        if let tokens { try Self.wrap(.usage) { () throws(StateError) in try tokens.insert(record.token) } }
+                        if let tokens { try Self.wrap(.usage) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
                         result.valid += 1
                         counts.valid += 1
                     }
@@ -92,7 +89,7 @@ public struct AudienceScan {
             bytesBefore += reader.compressedBytesRead
             result.files.append(counts)
         }
-        if let tokens { result.distinct = try Self.wrap(.usage) { () throws(StateError) in try tokens.count() } }
+        if let tokens { result.distinct = try Self.wrap(.usage) { () throws(ScratchFileError) in try tokens.count() } }
         result.seconds = Self.seconds(ContinuousClock.now - started)
         progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore, totalBytes: totalBytes))
         return result
