@@ -21,6 +21,8 @@ public enum AudienceError: Error, Equatable, Sendable, CustomStringConvertible {
     case emptyFile(file: String)
     /// The CSV header lacks the token column the job names.
     case missingTokenColumn(file: String, line: Int, column: String, columns: [String])
+    /// The CSV header lacks a column another job key names (`key`: `audience.id_field`, …).
+    case missingColumn(file: String, line: Int, column: String, key: String, columns: [String])
     /// The CSV header is unusable for another reason (duplicate column, bad UTF-8).
     case badHeader(file: String, line: Int, detail: String)
     /// A quoted CSV field was still open at the end of the file: everything after the opening
@@ -48,6 +50,8 @@ public enum AudienceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(file): empty file (no header)"
         case .missingTokenColumn(let file, let line, let column, let columns):
             return "\(file) line \(line): header has no column \"\(column)\" (columns: \(columns.joined(separator: ", ")))"
+        case .missingColumn(let file, let line, let column, let key, let columns):
+            return "\(file) line \(line): header has no column \"\(column)\" named by \(key) (columns: \(columns.joined(separator: ", ")))"
         case .badHeader(let file, let line, let detail):
             return "\(file) line \(line): \(detail)"
         case .unterminatedQuote(let file, let line):

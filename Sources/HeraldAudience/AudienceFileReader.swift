@@ -23,6 +23,7 @@ public final class AudienceFileReader {
 
     let file: AudienceFile
     let spec: AudienceSpec
+    let mapping: FieldMapping
     let source: DecodedSource
     let window: ByteWindow
     var csv: CSVRows
@@ -33,6 +34,7 @@ public final class AudienceFileReader {
     public init(file: AudienceFile, spec: AudienceSpec) throws(AudienceError) {
         self.file = file
         self.spec = spec
+        mapping = FieldMapping(spec)
         let input = try FileInput(file: file)
         fileSize = input.fileSize
         let head = try input.sniff(minimum: 2)
@@ -52,7 +54,7 @@ public final class AudienceFileReader {
             case .ndjson: detectedFormat = .ndjson
             case .auto: detectedFormat = try Self.sniffFormat(window)
             }
-            if detectedFormat == .csv { try csv.readHeader(window, tokenField: spec.tokenField) }
+            if detectedFormat == .csv { try csv.readHeader(window, mapping: mapping) }
         } catch {
             // deinit does not run for a half-initialized object: stop the read-ahead thread here.
             source.close()
@@ -65,8 +67,8 @@ public final class AudienceFileReader {
     /// The next record or invalid row; nil at the end of the file.
     public func next() throws(AudienceError) -> AudienceEvent? {
         let event = detectedFormat == .ndjson
-            ? try ndjson.next(window, tokenField: spec.tokenField)
-            : try csv.next(window, tokenField: spec.tokenField)
+            ? try ndjson.next(window, mapping: mapping)
+            : try csv.next(window, mapping: mapping)
         if event != nil { rowsRead += 1 }
         return event
     }

@@ -47,7 +47,7 @@ struct CSVRows {
 
     /// Reads the first non-blank record as the header. Column names are trimmed of spaces
     /// (`id, token` is a common hand-edited header); duplicates and bad UTF-8 are file errors.
-    mutating func readHeader(_ window: ByteWindow, tokenField: String) throws(AudienceError) {
+    mutating func readHeader(_ window: ByteWindow, mapping: FieldMapping) throws(AudienceError) {
         var headerLength: Int?
         while let length = try scanRecord(window) {
             if scanner.isBlankLine {
@@ -69,8 +69,11 @@ struct CSVRows {
             }
             names.append(trimmed)
         }
-        guard let token = columnIndex[tokenField] else {
-            throw .missingTokenColumn(file: fileName, line: line, column: tokenField, columns: names)
+        guard let token = columnIndex[mapping.token] else {
+            throw .missingTokenColumn(file: fileName, line: line, column: mapping.token, columns: names)
+        }
+        for (key, column) in mapping.namedColumns where columnIndex[column] == nil {
+            throw .missingColumn(file: fileName, line: line, column: column, key: key, columns: names)
         }
         columns = names
         tokenColumn = token
@@ -79,20 +82,20 @@ struct CSVRows {
     }
 
     /// The next row's event, or nil at the end of the file. Blank lines are skipped.
-    mutating func next(_ window: ByteWindow, tokenField: String) throws(AudienceError) -> AudienceEvent? {
+    mutating func next(_ window: ByteWindow, mapping: FieldMapping) throws(AudienceError) -> AudienceEvent? {
         while let length = try scanRecord(window) {
             if scanner.isBlankLine {
                 consume(length, window)
                 continue
             }
-            let event = rowEvent(RowLocation(file: fileName, line: line), window.current, tokenField: tokenField)
+            let event = rowEvent(RowLocation(file: fileName, line: line), window.current, mapping: mapping)
             consume(length, window)
             return event
         }
         return nil
     }
 
-    private mutating func rowEvent(_ location: RowLocation, _ p: UnsafePointer<UInt8>, tokenField: String) -> AudienceEvent {
+    private mutating func rowEvent(_ location: RowLocation, _ p: UnsafePointer<UInt8>, mapping: FieldMapping) -> AudienceEvent {
         guard scanner.fieldCount == columns.count else {
             return .invalid(InvalidRow(location: location, reason: .wrongFieldCount, field: "",
                                        detail: "expected \(columns.count) fields, found \(scanner.fieldCount)"))
@@ -108,7 +111,7 @@ struct CSVRows {
         }
         let values = self.values
         let fields = columnIndex.mapValues { values[$0] }
-        return TokenCheck.event(raw: token, fields: fields, location: location, tokenField: tokenField)
+        return TokenCheck.event(raw: token, fields: fields, location: location, mapping: mapping)
     }
 }
 

@@ -36,7 +36,7 @@ struct NDJSONRows {
         }
     }
 
-    mutating func next(_ window: ByteWindow, tokenField: String) throws(AudienceError) -> AudienceEvent? {
+    mutating func next(_ window: ByteWindow, mapping: FieldMapping) throws(AudienceError) -> AudienceEvent? {
         while let (length, consumed) = try nextLine(window) {
             let location = RowLocation(file: fileName, line: line)
             let bytes = UnsafeBufferPointer(start: window.current, count: length)
@@ -47,7 +47,7 @@ struct NDJSONRows {
             }
             let event: AudienceEvent
             do throws(JSONLineParser.Failure) {
-                event = TokenCheck.event(fields: try parser.parse(bytes), location: location, tokenField: tokenField)
+                event = TokenCheck.event(fields: try parser.parse(bytes), location: location, mapping: mapping)
             } catch {
                 switch error {
                 case .syntax(let detail):

@@ -36,10 +36,18 @@ public struct AudienceSpec: Sendable {
     public var localeField: String?
     public var idField: String?
     public var delimiter: UInt8
+    /// `audience.registered_at_field`: when the device registered, for the suppression rules.
+    public var registeredAtField: String?
+    /// `audience.prescan`: read the whole audience once before the first push (default true).
+    public var prescan: Bool
+    /// `audience.max_invalid_rows` (default 5 %).
+    public var maxInvalidRows: InvalidRowLimit
     public init(files: [AudienceFile], format: AudienceFormat = .auto, tokenField: String = "token",
-                localeField: String? = nil, idField: String? = nil, delimiter: UInt8 = UInt8(ascii: ",")) {
+                localeField: String? = nil, idField: String? = nil, delimiter: UInt8 = UInt8(ascii: ","),
+                registeredAtField: String? = nil, prescan: Bool = true, maxInvalidRows: InvalidRowLimit = .default) {
         self.files = files; self.format = format; self.tokenField = tokenField
         self.localeField = localeField; self.idField = idField; self.delimiter = delimiter
+        self.registeredAtField = registeredAtField; self.prescan = prescan; self.maxInvalidRows = maxInvalidRows
     }
 }
 

@@ -5,27 +5,18 @@ import Yams
 extension Context {
     func parseAudience(_ m: inout YAMLMapping) throws(JobError) -> AudienceSpec {
         guard let (filesNode, filesLine) = m.node("files") else { throw m.error("files", "is required") }
-        var names: [String] = []
+        var names: [(name: String, line: Int?)] = []
         switch filesNode {
-        case .scalar(let s): names = [s.string]
+        case .scalar(let s): names = [(s.string, filesLine)]
         case .sequence(let seq):
             for item in seq {
                 guard case .scalar(let s) = item else { throw JobError(file: file, line: item.mark?.line, "audience.files entries must be file paths") }
-                names.append(s.string)
+                names.append((s.string, item.mark?.line ?? filesLine))
             }
         default: throw JobError(file: file, line: filesLine, "audience.files must be a path or a list of paths")
         }
         if names.isEmpty { throw JobError(file: file, line: filesLine, "audience.files lists no file") }
-        var files: [AudienceFile] = []
-        for name in names {
-            let path = resolve(name)
-            var isDir: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDir), !isDir.boolValue else {
-                throw JobError(file: file, line: filesLine, "audience file not found: \(name) (looked for \(path))")
-            }
-            files.append(AudienceFile(name: name, path: path))
-        }
-        var spec = AudienceSpec(files: files)
+        var spec = AudienceSpec(files: try audienceFiles(names))
         spec.format = try m.choice("format", AudienceFormat.self) ?? .auto
         spec.tokenField = try m.string("token_field") ?? "token"
         spec.localeField = try m.string("locale_field")
@@ -38,8 +29,13 @@ extension Context {
             default: throw m.error("delimiter", "must be \",\", \";\" or \"tab\", not \"\(d)\"")
             }
         }
-        for later in ["prescan", "max_invalid_rows", "registered_at_field"] where m.has(later) {
-            throw m.error(later, "is not supported yet")
+        spec.registeredAtField = try m.string("registered_at_field")
+        spec.prescan = try m.bool("prescan") ?? true
+        if let limit = try m.string("max_invalid_rows") {
+            guard let parsed = InvalidRowLimit(text: limit) else {
+                throw m.error("max_invalid_rows", "must be a number of rows (1000) or a percentage of rows (5%), not \"\(limit)\"")
+            }
+            spec.maxInvalidRows = parsed
         }
         try m.finish(known: ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows", "registered_at_field"])
         return spec

@@ -106,6 +106,7 @@ public final class CampaignRunner {
             let renderers = RecipientRenderers(payload: payloads, headers: headers,
                                                apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
             try readAudience(state: state, run: run, renderer: renderers)
+            try checkInvalidRows(state: state)
             let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId)
             defer { target.shutdown() }
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
@@ -140,6 +141,18 @@ public final class CampaignRunner {
         report.status = outcome.0
         report.message = outcome.1
         return report
+    }
+
+    /// `audience.max_invalid_rows`: checked once the whole audience is recorded, before the first
+    /// push (the ingest is the prescan: the audience is read once, completely, before sending).
+    /// Audience row errors and per-recipient render errors count together.
+    func checkInvalidRows(state: RunState) throws(RunFailure) {
+        let (rows, invalid) = try Self.wrap(.usage) { () throws(StateError) in (try state.reload().rows, try state.invalidRowCount()) }
+        let limit = spec.audience.maxInvalidRows
+        if limit.isExceeded(invalid: invalid, rows: rows) {
+            throw RunFailure(.tooManyInvalid, "\(invalid) of \(rows) audience rows are invalid, over audience.max_invalid_rows (\(limit), "
+                             + "\(limit.allowed(rows: rows)) allowed here): nothing sent. invalid.csv lists them; fix the audience or raise the limit, then rerun")
+        }
     }
 
     /// A finished campaign run again sends nothing; its reports are rewritten only if one is

@@ -149,6 +149,26 @@ import Testing
         #expect((s["runs"] as? [[String: Any]])?.count == 2 && s["running"] as? Bool == false)
     }
 
+    @Test func tooManyInvalidRowsStopBeforeTheFirstPushWithExit5() throws {
+        _ = try dir.write("data/bad.csv", (["token"] + tokens(1...7) + ["nothex", "abc", "<zz>"]).joined(separator: "\n") + "\n")
+        let path = try job("bad", files: ["bad.csv"], extra: "")
+        // The job's audience section gets a limit of 2 invalid rows.
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+            .replacingOccurrences(of: "audience: { files: [../data/bad.csv] }", with: "audience: { files: [../data/bad.csv], max_invalid_rows: 2 }")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        #expect(r.status == 5, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("3 of 10 audience rows are invalid"), "\(r.stderr)")
+        #expect(RequestLog.lineCount(dir.file("out/bad.ndjson")) == 0, "nothing sent")
+        let invalid = try String(contentsOfFile: dir.file("reports/bad/invalid.csv"), encoding: .utf8)
+        #expect(invalid.split(separator: "\n").count == 4, "header + the 3 invalid rows, recorded")
+        // Raising the limit lets the same run go on.
+        try text.replacingOccurrences(of: "max_invalid_rows: 2", with: "max_invalid_rows: 30%").write(toFile: path, atomically: true, encoding: .utf8)
+        let again = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
+        #expect(RequestLog.lineCount(dir.file("out/bad.ndjson")) == 7)
+    }
+
     @Test func statusOfACampaignThatNeverRan() throws {
         _ = try dir.write("data/never.csv", "token\n" + tokens(1...1)[0] + "\n")
         let path = try job("never", files: ["never.csv"])

@@ -39,6 +39,7 @@ import Testing
               files: [../data/audience.csv]
               locale_field: locale
               id_field: id
+              max_invalid_rows: 100%   # a deliberately messy fixture
             apns:
               endpoint: simulator
               topic: \(topic)
@@ -252,7 +253,7 @@ import Testing
         try writeAudience()
         let topic = try herald(["preview", try writeJob(topic: "com.example.app.voip")])
         #expect(topic.status == 2)
-        #expect(topic.stderr.contains("line 8: apns.topic com.example.app.voip ends in .voip, the suffix of voip pushes"), "\(topic.stderr)")
+        #expect(topic.stderr.contains("line 9: apns.topic com.example.app.voip ends in .voip, the suffix of voip pushes"), "\(topic.stderr)")
         let missing = try herald(["preview", dir.file("jobs/nope.yaml")])
         #expect(missing.status == 2)
         #expect(missing.stderr == "herald: error: \(dir.file("jobs/nope.yaml")): job file not found\n")

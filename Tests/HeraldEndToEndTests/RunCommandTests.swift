@@ -33,6 +33,7 @@ import Testing
               token_field: token
               locale_field: locale
               id_field: id
+              max_invalid_rows: 100%   # a deliberately messy fixture
             apns:
               endpoint: simulator
               topic: com.example.app

@@ -1,0 +1,206 @@
+import Foundation
+import HeraldAudience
+import HeraldCore
+import HeraldPayload
+
+/// One read of the whole audience that sends nothing and records nothing: `herald validate`, and
+/// the prescan of `herald run`, which must find a truncated gzip, a broken header or too many bad
+/// rows before the first push leaves, and tells progress the total.
+///
+/// Every file is read once, in the job's order. Each valid row is rendered exactly as the run
+/// would render it (so a render error counts as invalid here too), and its token is counted by a
+/// `DistinctTokenCounter` that sorts on disk: memory stays the same for ten thousand rows or ten million.
+public struct AudienceScan {
+    /// How much of a row's processing to do.
+    public enum Depth: Sendable {
+        /// Parse, normalize tokens, render payloads, count distinct tokens: everything but sending.
+        case full
+        /// Inflate, parse and normalize tokens only; no rendering and no duplicate count
+        /// (`distinct` stays 0). The reading benchmark measures this.
+        case parseOnly
+    }
+
+    public let audience: AudienceSpec
+    public let depth: Depth
+    private let renderer: PayloadRenderer?
+
+    /// A full scan with the run's own renderer (the prescan of `herald run`).
+    public init(audience: AudienceSpec, renderer: PayloadRenderer) {
+        self.audience = audience
+        self.renderer = renderer
+        depth = .full
+    }
+
+    /// A scan of a job's audience; compiles the job's templates for a full scan (a template
+    /// error is exit 2, as in `herald run`).
+    public init(spec: JobSpec, depth: Depth = .full) throws(RunFailure) {
+        audience = spec.audience
+        self.depth = depth
+        if depth == .full {
+            renderer = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
+        } else {
+            renderer = nil
+        }
+    }
+
+    /// Reads every file to the end. A file-level problem (missing file, truncated or corrupt gzip,
+    /// bad header) throws exit 2; `shouldStop` (a signal) throws exit 4. Row problems are counted
+    /// in the result, which says whether they are over `audience.max_invalid_rows`.
+    /// Every `progressEvery` rows, `shouldStop` is asked and `progress` told; `progress` is told
+    /// once more at the end.
+    public func run(progressEvery: Int = 100_000, progress: (AudienceScanProgress) -> Void = { _ in },
+                    shouldStop: () -> Bool = { false }) throws(RunFailure) -> AudienceScanResult {
+        let started = ContinuousClock.now
+        var result = AudienceScanResult(limit: audience.maxInvalidRows, depth: depth)
+        let tokens = depth == .full ? DistinctTokenCounter() : nil
+        let totalBytes = Self.totalBytes(audience.files)
+        var bytesBefore = 0
+        for file in audience.files {
+            let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
+            var counts = AudienceScanResult.File(name: file.name, bytes: reader.fileSize,
+                                                 compressed: reader.isCompressed, format: reader.detectedFormat)
+            var untilProgress = progressEvery
+            while let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) {
+                switch event {
+                case .invalid(let row):
+                    result.countInvalid(row)
+                    counts.invalid += 1
+                case .record(let record):
+                    if let row = render(record) {
+                        result.countInvalid(row)
+                        counts.invalid += 1
+                    } else {
+                        if let tokens { try Self.wrap(.usage) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
+                        result.valid += 1
+                        counts.valid += 1
+                    }
+                }
+                result.rows += 1
+                counts.rows += 1
+                untilProgress -= 1
+                if untilProgress == 0 {
+                    untilProgress = progressEvery
+                    if shouldStop() {
+                        throw RunFailure(.incomplete, "stopped while reading the audience (\(result.rows) rows read); nothing was sent")
+                    }
+                    progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore + reader.compressedBytesRead, totalBytes: totalBytes))
+                }
+            }
+            bytesBefore += reader.compressedBytesRead
+            result.files.append(counts)
+        }
+        if let tokens { result.distinct = try Self.wrap(.usage) { () throws(ScratchFileError) in try tokens.count() } }
+        result.seconds = Self.seconds(ContinuousClock.now - started)
+        progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore, totalBytes: totalBytes))
+        return result
+    }
+
+    /// The invalid row a record becomes when its payload cannot be rendered, as in the run's
+    /// ingest: `missing_field`, `bad_field_value`, `payload_too_large`.
+    private func render(_ record: AudienceRecord) -> InvalidRow? {
+        guard let renderer else { return nil }
+        let locale = audience.localeField.flatMap { record.fields[$0]?.text }
+        switch renderer.render(record, locale: locale) {
+        case .payload:
+            return nil
+        case .skip(let field):
+            return InvalidRow(location: record.location, reason: .missingField, field: field,
+                              detail: "field \(field) is missing; recipient skipped (missing_field: skip_recipient)")
+        case .failure(let reason, let field, let detail):
+            return InvalidRow(location: record.location, reason: reason, field: field, detail: detail)
+        }
+    }
+
+    private static func totalBytes(_ files: [AudienceFile]) -> Int {
+        files.reduce(0) { sum, file in
+            sum + (((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int) ?? 0)
+        }
+    }
+
+    /// Runs a throwing step and turns its typed error into the run's exit status.
+    private static func wrap<T, E: Error>(_ status: ExitStatus, _ body: () throws(E) -> T) throws(RunFailure) -> T {
+        do { return try body() } catch { throw RunFailure(status, "\(error)") }
+    }
+
+    private static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+/// How far a scan is, for a progress line: bytes are of the files on disk (compressed bytes for
+/// gzip), so `bytesRead / totalBytes` is the share done.
+public struct AudienceScanProgress: Sendable, Equatable {
+    public let rows: Int
+    public let bytesRead: Int
+    public let totalBytes: Int
+}
+
+/// What a scan counted. `rows = valid + invalid`, `valid = distinct + duplicates`, as in summary.json.
+public struct AudienceScanResult: Sendable {
+    /// One file's figures.
+    public struct File: Sendable, Equatable {
+        /// As written in the job (or matched by its pattern).
+        public let name: String
+        public var rows = 0
+        public var valid = 0
+        public var invalid = 0
+        /// Size on disk.
+        public let bytes: Int
+        public let compressed: Bool
+        public let format: AudienceFormat
+        /// `gzip` or `none`.
+        public var compression: String { compressed ? "gzip" : "none" }
+
+        init(name: String, bytes: Int, compressed: Bool, format: AudienceFormat) {
+            self.name = name; self.bytes = bytes; self.compressed = compressed; self.format = format
+        }
+    }
+
+    /// How many invalid rows are kept as examples for the operator.
+    public static let exampleLimit = 10
+
+    public internal(set) var rows = 0
+    public internal(set) var valid = 0
+    /// Different tokens among the valid rows (0 for a parse-only scan).
+    public internal(set) var distinct = 0
+    public internal(set) var invalid = 0
+    public internal(set) var invalidByReason: [InvalidRowReason: Int] = [:]
+    public internal(set) var files: [File] = []
+    /// The first invalid rows in file order, at most `exampleLimit`.
+    public internal(set) var firstInvalid: [InvalidRow] = []
+    /// Wall-clock time of the scan.
+    public internal(set) var seconds = 0.0
+    public let limit: InvalidRowLimit
+    public let depth: AudienceScan.Depth
+
+    init(limit: InvalidRowLimit, depth: AudienceScan.Depth) {
+        self.limit = limit
+        self.depth = depth
+    }
+
+    /// Valid rows whose token an earlier valid row already had.
+    public var duplicates: Int { depth == .full ? valid - distinct : 0 }
+
+    /// The most invalid rows `audience.max_invalid_rows` allows for this many rows.
+    public var allowedInvalid: Int { limit.allowed(rows: rows) }
+
+    /// True when the run must stop with exit 5.
+    public var isOverInvalidLimit: Bool { limit.isExceeded(invalid: invalid, rows: rows) }
+
+    /// One line for the operator: how many, out of how many, and the limit.
+    public var invalidLimitMessage: String {
+        let verdict = isOverInvalidLimit ? "too many invalid rows" : "invalid rows within the limit"
+        return "\(verdict): \(invalid) of \(rows) rows (audience.max_invalid_rows: \(limit) allows \(allowedInvalid))"
+    }
+
+    /// The prescan's verdict as the run's exit status: throws exit 5 when over the limit.
+    public func checkInvalidLimit() throws(RunFailure) {
+        if isOverInvalidLimit { throw RunFailure(.tooManyInvalid, invalidLimitMessage + "; nothing was sent") }
+    }
+
+    mutating func countInvalid(_ row: InvalidRow) {
+        invalid += 1
+        invalidByReason[row.reason, default: 0] += 1
+        if firstInvalid.count < Self.exampleLimit { firstInvalid.append(row) }
+    }
+}

@@ -1,0 +1,60 @@
+import Testing
+import HeraldAudience
+import HeraldCore
+
+/// The job's field mapping as the reader applies it: which fields the record carries by name,
+/// and which columns a CSV header must have.
+@Suite struct FieldMappingTests {
+    @Test func csvRecordCarriesIdAndRegisteredAt() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("m.csv", "id,token,registered,locale\nu1,\(token("ab")),2024-05-01T10:00:00Z,fr\n,\(token("cd")),,en\n")
+        let spec = AudienceSpec(files: [file], localeField: "locale", idField: "id", registeredAtField: "registered")
+        let records = try readAll(file, spec: spec).compactMap(\.record)
+        #expect(records.count == 2)
+        #expect(records[0].recipientId == "u1")
+        #expect(records[0].registeredAt == .string("2024-05-01T10:00:00Z"))
+        // An empty CSV field is "no value", not an empty id.
+        #expect(records[1].recipientId == nil)
+        #expect(records[1].registeredAt == nil)
+    }
+
+    @Test func ndjsonRecordCarriesDottedPathsWithTheirTypes() throws {
+        let fx = try AudienceFixture()
+        let text = """
+            {"token":"\(token("ab"))","user":{"id":42,"registered_at":1714557600}}
+            {"token":"\(token("cd"))","user":{"id":"u-7","registered_at":null}}
+            {"token":"\(token("ef"))"}
+
+            """
+        let file = try fx.write("m.ndjson", text)
+        let spec = AudienceSpec(files: [file], idField: "user.id", registeredAtField: "user.registered_at")
+        let records = try readAll(file, spec: spec).compactMap(\.record)
+        #expect(records.map(\.recipientId) == ["42", "u-7", nil])
+        #expect(records.map(\.registeredAt) == [.number("1714557600"), nil, nil])
+    }
+
+    @Test func withoutMappingTheRecordCarriesNothingExtra() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("plain.csv", "id,token\nu1,\(token("ab"))\n")
+        let record = try #require(try readAll(file).first?.record)
+        #expect(record.recipientId == nil && record.registeredAt == nil)
+        #expect(record.fields["id"] == .string("u1"))
+    }
+
+    /// A typo in a field name must stop the run at the header, not quietly empty a report column.
+    @Test func csvHeaderMustHaveEveryNamedColumn() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("h.csv", "id,token,locale\nu1,\(token("ab")),fr\n")
+        let cases: [(AudienceSpec, String, String)] = [
+            (AudienceSpec(files: [], idField: "user_id"), "user_id", "audience.id_field"),
+            (AudienceSpec(files: [], localeField: "lang"), "lang", "audience.locale_field"),
+            (AudienceSpec(files: [], registeredAtField: "registered_at"), "registered_at", "audience.registered_at_field"),
+        ]
+        for (spec, column, key) in cases {
+            let error = readError(file, spec: spec)
+            #expect(error == .missingColumn(file: "samples/h.csv", line: 1, column: column, key: key, columns: ["id", "token", "locale"]))
+            #expect(error?.description == "samples/h.csv line 1: header has no column \"\(column)\" named by \(key) (columns: id, token, locale)")
+        }
+        #expect(readError(file, spec: AudienceSpec(files: [], localeField: "locale", idField: "id")) == nil)
+    }
+}
