@@ -72,6 +72,13 @@ let package = Package(
             "HeraldDelivery", "HeraldSimulator", "HeraldTestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        .testTarget(name: "HeraldSimulatorTests", dependencies: [
+            "HeraldSimulator", "HeraldDelivery", "HeraldCore", "HeraldJob", "HeraldTestSupport",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
+            .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+        ]),
         .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
         .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldTestSupport"]),
     ],

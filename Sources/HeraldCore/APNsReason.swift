@@ -54,6 +54,9 @@ public enum APNsReasonTable {
         Entry(reason: "MissingTopic", status: 400, action: .abortCampaign, meaning: "apns-topic header is required and missing"),
         Entry(reason: "PayloadEmpty", status: 400, action: .permanent, meaning: "message payload is empty"),
         Entry(reason: "TopicDisallowed", status: 400, action: .abortCampaign, meaning: "pushing to this topic is not allowed"),
+        // Not Apple's: herald's simulator answers this for a body that is not a JSON object with
+        // an `aps` dictionary, for which Apple documents no reason. Listed so reports can say what it means.
+        Entry(reason: "BadPayload", status: 400, action: .permanent, meaning: "payload is not a JSON object with an aps dictionary (herald simulator)"),
         Entry(reason: "BadCertificate", status: 403, action: .abortCampaign, meaning: "certificate is invalid"),
         Entry(reason: "BadCertificateEnvironment", status: 403, action: .abortCampaign, meaning: "certificate is for the wrong environment"),
         Entry(reason: "ExpiredProviderToken", status: 403, action: .refreshTokenAndRetry, meaning: "provider token is stale; sign a new one"),

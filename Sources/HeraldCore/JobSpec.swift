@@ -184,12 +184,43 @@ public struct ReportsSpec: Sendable, Equatable {
     public init(dir: String, compress: Bool = false) { self.dir = dir; self.compress = compress }
 }
 
-/// Job key `apns.simulator`: token rules for the in-process simulator.
+/// Job key `apns.simulator`: token rules and faults for the in-process simulator (the keys
+/// mirror `herald sim`'s flags).
 public struct SimulatorRules: Sendable, Equatable {
+    /// "Fail `count` times with `status` (429, 500 or 503), then succeed", per token.
+    public struct Flaky: Sendable, Equatable {
+        public var prefix: String
+        public var count: Int
+        public var status: Int
+        public init(prefix: String, count: Int = 2, status: Int = 503) { self.prefix = prefix; self.count = count; self.status = status }
+    }
+
     /// Token hex prefixes answered 410 Unregistered.
     public var unregisteredPrefixes: [String] = []
     /// Token hex prefixes answered 400 BadDeviceToken.
     public var badTokenPrefixes: [String] = []
+    /// Token hex prefixes answered 410 ExpiredToken.
+    public var expiredTokenPrefixes: [String] = []
+    /// Token hex prefixes answered 400 DeviceTokenNotForTopic.
+    public var notForTopicPrefixes: [String] = []
+    public var flaky: [Flaky] = []
+    /// Probabilities of 429 TooManyRequests, 500 and 503 for valid requests, and their seed.
+    public var p429 = 0.0
+    public var p500 = 0.0
+    public var p503 = 0.0
+    public var seed: UInt64 = 0
+    public var latencyMs = 0
+    public var latencyJitterMs = 0
+    /// GOAWAY after this many answers on a connection.
+    public var goawayAfter: Int?
+    /// Abrupt close at this request on a connection, `before` or `after` processing it.
+    public var closeAfter: Int?
+    public var closeBeforeProcessing = false
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once authenticated; nil for the simulator's default.
+    public var maxConcurrentStreams: Int?
+    /// Seconds; nil for Apple's (an hour, 20 minutes).
+    public var jwtMaxAge: Int?
+    public var tokenUpdateInterval: Int?
     /// NDJSON request log of the simulator.
     public var logPath: String?
     public init(unregisteredPrefixes: [String] = [], badTokenPrefixes: [String] = [], logPath: String? = nil) {

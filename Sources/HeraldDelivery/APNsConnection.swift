@@ -7,13 +7,16 @@ public struct ConnectionSettings: Sendable {
     /// `https://host[:port]`, no trailing slash.
     public var baseURL: String
     public var trust: TLSTrust
+    /// A client certificate (certificate authentication); nil for provider tokens.
+    public var identity: ClientIdentity?
     /// Requests in flight on this connection (HTTP/2 streams).
     public var maxStreams: Int
     public var connectTimeoutMs: Int
     public var requestTimeoutMs: Int
 
-    public init(baseURL: String, trust: TLSTrust, maxStreams: Int = 100, connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000) {
-        self.baseURL = baseURL; self.trust = trust; self.maxStreams = maxStreams
+    public init(baseURL: String, trust: TLSTrust, identity: ClientIdentity? = nil, maxStreams: Int = 100,
+                connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000) {
+        self.baseURL = baseURL; self.trust = trust; self.identity = identity; self.maxStreams = maxStreams
         self.connectTimeoutMs = connectTimeoutMs; self.requestTimeoutMs = requestTimeoutMs
     }
 }
@@ -34,7 +37,7 @@ public final class APNsConnection {
     private func easy() throws(DeliveryError) -> Int {
         if let i = free.popLast() { return i }
         let slot = easies.count
-        easies.append(try CurlEasy(slot: slot, tls: settings.trust, connectTimeoutMs: settings.connectTimeoutMs,
+        easies.append(try CurlEasy(slot: slot, tls: settings.trust, identity: settings.identity, connectTimeoutMs: settings.connectTimeoutMs,
                                    requestTimeoutMs: settings.requestTimeoutMs))
         return slot
     }
@@ -43,17 +46,26 @@ public final class APNsConnection {
     /// `authorization` is the provider token (nil for certificate auth); it goes only into the
     /// request header, never into an error or a log.
     public func send(_ requests: [PushRequest], authorization: String?) throws(DeliveryError) -> [PushResult] {
+        let auth = authorization.map { "authorization: bearer \($0)" }
+        return try transfer(count: requests.count) { (e: CurlEasy, i: Int) throws(DeliveryError) in
+            let r = requests[i]
+            try e.prepare(url: "\(settings.baseURL)/3/device/\(r.token.hex)", payload: r.payload, headerLines: headerLines(r, auth))
+        }
+    }
+
+    /// Runs `count` transfers, up to `maxStreams` at once; `prepare` points an easy handle at
+    /// transfer `i`. `send` is its only production caller; simulator tests use it to send requests
+    /// no PushRequest can express (another method, repeated or unknown headers).
+    func transfer(count: Int, prepare: (CurlEasy, Int) throws(DeliveryError) -> Void) throws(DeliveryError) -> [PushResult] {
         var results: [PushResult] = []
-        results.reserveCapacity(requests.count)
+        results.reserveCapacity(count)
         var next = 0
         var active = 0
-        let auth = authorization.map { "authorization: bearer \($0)" }
-        while next < requests.count || active > 0 {
-            while active < settings.maxStreams && next < requests.count {
+        while next < count || active > 0 {
+            while active < settings.maxStreams && next < count {
                 let slot = try easy()
                 let e = easies[slot]
-                let r = requests[next]
-                try e.prepare(url: "\(settings.baseURL)/3/device/\(r.token.hex)", payload: r.payload, headerLines: headerLines(r, auth))
+                try prepare(e, next)
                 e.requestIndex = next
                 e.startedAt = DispatchTime.now().uptimeNanoseconds
                 try curlCheck(curl_multi_add_handle(multi.handle, e.handle), "add request")

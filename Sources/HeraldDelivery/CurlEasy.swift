@@ -21,7 +21,10 @@ final class CurlEasy {
     var startedAt: UInt64 = 0
     var requestIndex = -1
 
-    init(slot: Int, tls: TLSTrust, connectTimeoutMs: Int, requestTimeoutMs: Int) throws(DeliveryError) {
+    /// True while a method other than POST is set (tests of the simulator's 405).
+    private var customMethod = false
+
+    init(slot: Int, tls: TLSTrust, identity: ClientIdentity? = nil, connectTimeoutMs: Int, requestTimeoutMs: Int) throws(DeliveryError) {
         guard let h = curl_easy_init() else { throw .curl(operation: "curl_easy_init", code: -1, message: "out of memory") }
         handle = h
         buffers = .allocate(capacity: 1)
@@ -38,6 +41,7 @@ final class CurlEasy {
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1), "verify peer")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verify host")
         try tls.apply(to: h)
+        try identity?.apply(to: h)
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMs), "set connect timeout")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, requestTimeoutMs), "set request timeout")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_POST, 1), "set POST")
@@ -59,7 +63,15 @@ final class CurlEasy {
 
     /// Points the handle at one request. The body is copied by libcurl (COPYPOSTFIELDS), so the
     /// caller's array need not outlive the transfer.
-    func prepare(url: String, payload: [UInt8], headerLines: [String]) throws(DeliveryError) {
+    /// `method` replaces POST (CURLOPT_CUSTOMREQUEST); only tests send anything else.
+    func prepare(url: String, payload: [UInt8], headerLines: [String], method: String? = nil) throws(DeliveryError) {
+        if let method {
+            try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_CUSTOMREQUEST, method), "set method")
+            customMethod = true
+        } else if customMethod {
+            try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_CUSTOMREQUEST, nil), "reset method")
+            customMethod = false
+        }
         buffers.pointee.reset()
         errorBuffer[0] = 0
         if let headers { curl_slist_free_all(headers) }

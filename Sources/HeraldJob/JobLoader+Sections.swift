@@ -93,10 +93,8 @@ extension Context {
         var rules = SimulatorRules()
         if var sm = try m.mapping("simulator") {
             guard endpoint == .simulator else { throw m.error("simulator", "applies only with endpoint: simulator") }
-            rules.unregisteredPrefixes = try sm.hexPrefixes("unregistered_prefixes")
-            rules.badTokenPrefixes = try sm.hexPrefixes("bad_token_prefixes")
             rules.logPath = try sm.string("log").map(resolve)
-            try sm.finish(known: ["unregistered_prefixes", "bad_token_prefixes", "log"])
+            try parseSimulatorRules(&sm, into: &rules)
         }
         let connections = try m.int("connections", range: 1...64) ?? 1
         let streams = try m.int("streams_per_connection", range: 1...1000) ?? 500

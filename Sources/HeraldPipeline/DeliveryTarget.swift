@@ -31,9 +31,7 @@ final class DeliveryTarget {
                 }
                 var config = SimulatorConfiguration(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
                 config.bundleId = bundleId
-                config.unregisteredPrefixes = spec.apns.simulator.unregisteredPrefixes
-                config.badTokenPrefixes = spec.apns.simulator.badTokenPrefixes
-                config.logPath = spec.apns.simulator.logPath
+                Self.apply(spec.apns.simulator, to: &config)
                 if let log = config.logPath {
                     try FileManager.default.createDirectory(atPath: (log as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                 }
@@ -60,5 +58,23 @@ final class DeliveryTarget {
     }
 
     func shutdown() { try? simulator?.shutdown() }
+
+    /// The job's `apns.simulator` keys onto the simulator's configuration. The simulator keeps
+    /// counters, not every request, in memory: a campaign's memory must not grow with its audience.
+    static func apply(_ rules: SimulatorRules, to config: inout SimulatorConfiguration) {
+        config.keepsEntriesInMemory = false
+        config.logPath = rules.logPath
+        config.tokenRules = SimulatorTokenRules(
+            unregisteredPrefixes: rules.unregisteredPrefixes, expiredTokenPrefixes: rules.expiredTokenPrefixes,
+            badTokenPrefixes: rules.badTokenPrefixes, notForTopicPrefixes: rules.notForTopicPrefixes,
+            flaky: rules.flaky.map { FlakyTokenRule(prefix: $0.prefix, failures: $0.count, status: $0.status) })
+        config.faults = SimulatorFaults(
+            p429: rules.p429, p500: rules.p500, p503: rules.p503, seed: rules.seed,
+            latencyMs: rules.latencyMs, latencyJitterMs: rules.latencyJitterMs, goawayAfter: rules.goawayAfter,
+            closeAfter: rules.closeAfter, closeMode: rules.closeBeforeProcessing ? .before : .after)
+        if let n = rules.maxConcurrentStreams { config.maxConcurrentStreams = n }
+        if let s = rules.jwtMaxAge { config.jwtMaxAgeSeconds = s }
+        if let s = rules.tokenUpdateInterval { config.tokenUpdateIntervalSeconds = s }
+    }
 }
 

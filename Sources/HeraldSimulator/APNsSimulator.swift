@@ -15,7 +15,7 @@ public final class APNsSimulator: Sendable {
     public let port: Int
     /// PEM that clients must trust: the generated CA, or the configured certificate file.
     public let caCertificatePEM: String
-    /// Every request answered so far.
+    /// Every request received so far, and the counters.
     public let requestLog: SimulatorRequestLog
 
     private let group: MultiThreadedEventLoopGroup
@@ -31,29 +31,33 @@ public final class APNsSimulator: Sendable {
         self.listener = listener
     }
 
-    /// Starts the validating simulator described by `configuration`.
+    /// Starts the standard simulator (`APNsBehavior`) described by `configuration`.
     public static func start(_ configuration: SimulatorConfiguration) throws(SimulatorError) -> APNsSimulator {
-        try start(configuration, behavior: RequestValidator(configuration: configuration))
+        try start(configuration, behavior: APNsBehavior(configuration: configuration))
     }
 
-    /// Starts a simulator whose answers come from `behavior` (TLS, log and binding still from
-    /// `configuration`). The hook for fault injection.
+    /// Starts a simulator whose answers come from `behavior` (TLS, log, binding and connection
+    /// faults still from `configuration`).
     public static func start(_ configuration: SimulatorConfiguration, behavior: any SimulatorBehavior) throws(SimulatorError) -> APNsSimulator {
+        try configuration.validate()
         let material = try SimulatorTLSMaterial.load(configuration.tls, host: configuration.host)
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: material.chain.map { .certificate($0) },
-                                                           privateKey: .privateKey(material.privateKey))
-        tls.minimumTLSVersion = .tlsv12
-        tls.applicationProtocols = ["h2"]
+        var clientCA: [NIOSSLCertificate]?
+        if case .clientCertificate(let path) = configuration.authentication {
+            clientCA = try SimulatorTLSMaterial.readClientCA(path)
+        }
         let sslContext: NIOSSLContext
-        do { sslContext = try NIOSSLContext(configuration: tls) } catch {
+        do { sslContext = try NIOSSLContext(configuration: material.serverConfiguration(clientCA: clientCA)) } catch {
             throw .badTLSMaterial("certificate and private key do not load into TLS (do they match?): \(error)")
         }
-        let log = try SimulatorRequestLog(path: configuration.logPath)
+        let log = try SimulatorRequestLog(path: configuration.logPath, keepsEntries: configuration.keepsEntriesInMemory)
 
         let threads = configuration.threads > 0 ? configuration.threads : System.coreCount
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let pipeline = ConnectionPipeline(sslContext: sslContext, behavior: behavior, log: log,
-                                          maxConcurrentStreams: configuration.maxConcurrentStreams)
+        let startsWithOneStream: Bool
+        if case .providerToken = configuration.authentication { startsWithOneStream = true } else { startsWithOneStream = false }
+        let policy = ConnectionPolicy(behavior: behavior, log: log, faults: configuration.faults,
+                                      maxConcurrentStreams: configuration.maxConcurrentStreams, startsWithOneStream: startsWithOneStream)
+        let pipeline = ConnectionPipeline(sslContext: sslContext, policy: policy)
         let listener: any Channel
         do {
             listener = try ServerBootstrap(group: group)
@@ -77,14 +81,19 @@ public final class APNsSimulator: Sendable {
         return APNsSimulator(port: port, caCertificatePEM: material.trustPEM, requestLog: log, group: group, listener: listener)
     }
 
-    /// Stops listening, closes every connection and the NDJSON log. Safe to call more than once.
-    public func shutdown() throws(SimulatorError) {
+    /// Stops listening, closes every connection and the NDJSON log, after writing the final
+    /// stats line when asked (`herald sim` does; `herald run`'s log stays one line per request).
+    /// Safe to call more than once.
+    public func shutdown(writingStatsLine: Bool = false) throws(SimulatorError) {
         let alreadyStopped = stopped.withLock { stopped in
             defer { stopped = true }
             return stopped
         }
         if alreadyStopped { return }
-        defer { requestLog.close() }
+        defer {
+            if writingStatsLine { requestLog.writeStatsLine() }
+            requestLog.close()
+        }
         do {
             try? listener.close().wait()
             try group.syncShutdownGracefully()

@@ -1,132 +1,173 @@
 import Foundation
 import HeraldCore
 
-/// The validating behaviour: answers each request the way APNs would for a healthy service,
-/// following ../shared/APNS.md §4.2–4.7. The first failing check decides; every status comes
-/// from `APNsReasonTable`.
+/// Apple's request rules (../shared/APNS.md §4.2–4.7), checked in a fixed order; the first
+/// failing check decides and every status comes from `APNsReasonTable`.
 ///
-/// Order: path, method, provider token, device token, duplicate headers, topic, push type,
-/// priority, apns-id, expiration, collapse id, payload, then the configured token prefixes.
-public struct RequestValidator: SimulatorBehavior {
-    public let verifier: ProviderTokenVerifier
+/// Apple documents no order. Ours, from the outside of the request in:
+///  1. `:path` is `/3/device/<token>`: else 404 `BadPath`; an empty token 400 `MissingDeviceToken`.
+///  2. `:method` is POST: else 405 `MethodNotAllowed`.
+///  3. No repeated `authorization` or `apns-*` header: else 400 `DuplicateHeaders`.
+///  4. Provider token (token authentication only; with a client certificate Apple ignores
+///     `authorization`): absent or empty 403 `MissingProviderToken`; not `bearer <ES256 JWT>`
+///     with our kid, iss and a valid signature 403 `InvalidProviderToken`; `iat` older than the
+///     maximum age 403 `ExpiredProviderToken`; a new token on a connection that adopted another
+///     less than the update interval ago 429 `TooManyProviderTokenUpdates`.
+///  5. Device token: hex, an even number of digits, 8 to 256 bytes (Apple: "Don't make
+///     assumptions about device token size"): else 400 `BadDeviceToken`.
+///  6. `apns-topic`: absent or empty 400 `MissingTopic` (a certificate connection defaults it to
+///     the bundle id); with a bundle id configured, another app's topic 400 `TopicDisallowed`
+///     and this app's topic with another push type's suffix 400 `BadTopic`.
+///  7. `apns-push-type`: unknown 400 `InvalidPushType` (absent means alert).
+///  8. `apns-priority`: not 10, 5 or 1, background not 5, or a Live Activity at 1: 400 `BadPriority`.
+///  9. `apns-id`: not a lowercase canonical UUID 400 `BadMessageId`.
+/// 10. `apns-expiration`: not a non-negative whole number 400 `BadExpirationDate`.
+/// 11. `apns-collapse-id`: over 64 bytes 400 `BadCollapseId`.
+/// 12. Body: empty 400 `PayloadEmpty`; over 4096 bytes (5120 for VoIP) 413 `PayloadTooLarge`;
+///     not a JSON object with an `aps` dictionary 400 `BadPayload` (herald's reason: Apple
+///     documents none for this).
+public struct RequestValidator: Sendable {
+    /// Nil with certificate authentication.
+    public let verifier: ProviderTokenVerifier?
     public let bundleId: String?
-    public let unregisteredPrefixes: [String]
-    public let badTokenPrefixes: [String]
+    public let jwtMaxAgeSeconds: Int
+    public let tokenUpdateIntervalSeconds: Int
 
-    /// Not an Apple reason: APNs documents no reason for a body that is not a JSON object with
-    /// an `aps` dictionary. The simulator answers 400 with this so a malformed payload shows up in
-    /// tests instead of passing silently; herald treats it like any unknown reason (permanent).
+    /// See `APNsReasonTable`: herald's own reason for a body that is not a JSON object with an
+    /// `aps` dictionary, so a malformed payload shows up in rehearsals instead of passing.
     public static let badPayload: APNsReason = "BadPayload"
     /// Apple: "apns-collapse-id … must not exceed 64 bytes."
     public static let maximumCollapseIdBytes = 64
 
-    /// The apns-* headers that must not repeat (400 `DuplicateHeaders`).
+    /// The headers that must not repeat (400 `DuplicateHeaders`).
     static let singleValued = ["authorization", "apns-id", "apns-topic", "apns-push-type", "apns-priority",
                                "apns-expiration", "apns-collapse-id"]
 
     public init(configuration: SimulatorConfiguration) throws(SimulatorError) {
-        self.verifier = try ProviderTokenVerifier(keyId: configuration.keyId, teamId: configuration.teamId,
-                                                  publicKeyPEM: configuration.publicKeyPEM)
+        switch configuration.authentication {
+        case .providerToken(let teamId, let keyId, let publicKeyPEM):
+            self.verifier = try ProviderTokenVerifier(keyId: keyId, teamId: teamId, publicKeyPEM: publicKeyPEM)
+        case .clientCertificate:
+            self.verifier = nil
+        }
         self.bundleId = configuration.bundleId
-        self.unregisteredPrefixes = configuration.unregisteredPrefixes.map { $0.lowercased() }
-        self.badTokenPrefixes = configuration.badTokenPrefixes.map { $0.lowercased() }
+        self.jwtMaxAgeSeconds = configuration.jwtMaxAgeSeconds
+        self.tokenUpdateIntervalSeconds = configuration.tokenUpdateIntervalSeconds
     }
 
-    public func respond(to request: SimulatorRequest, on connection: SimulatorConnection, now: Date) -> SimulatorVerdict {
-        validate(request, now: now) { connection.providerTokenVerdict(for: $0, verify: verifier.verify) }
-    }
-
-    /// Pure validation. `providerToken` maps a JWT string to its verdict (a per-connection
-    /// cache in the server; `verifier.verify` directly in tests).
-    public func validate(_ request: SimulatorRequest, now: Date,
-                         providerToken: ((String) -> ProviderTokenVerdict)? = nil) -> SimulatorVerdict {
-        // :path — "/3/device/<token>".
-        let prefix = "/3/device/"
-        guard request.path.hasPrefix(prefix) else { return .rejected("BadPath", token: nil, providerToken: nil) }
-        let token = String(request.path.dropFirst(prefix.count))
+    /// Checks `request` in the order above. `connection` caches token verdicts and remembers
+    /// the token in force (a fresh `SimulatorConnection` in pure tests).
+    public func validate(_ request: SimulatorRequest, on connection: SimulatorConnection, now: Date) -> SimulatorVerdict {
+        // 1. :path
+        guard let token = request.pathToken else { return .rejected("BadPath", token: nil, providerToken: nil) }
         if token.isEmpty { return .rejected("MissingDeviceToken", token: nil, providerToken: nil) }
-        if token.contains("/") { return .rejected("BadPath", token: nil, providerToken: nil) }
-
-        func reject(_ reason: APNsReason, _ claims: ProviderTokenClaims? = nil, timestamp: Int? = nil) -> SimulatorVerdict {
-            .rejected(reason, timestamp: timestamp, token: token, providerToken: claims)
+        if token.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            return .rejected("BadPath", token: nil, providerToken: nil)
+        }
+        var claims: ProviderTokenClaims?
+        var authenticated = verifier == nil
+        func reject(_ reason: APNsReason) -> SimulatorVerdict {
+            .rejected(reason, token: token, providerToken: claims, authenticated: authenticated)
         }
 
+        // 2. :method
         guard request.method == "POST" else { return reject("MethodNotAllowed") }
 
-        // authorization — "bearer <JWT>", verified once per connection and string, aged per request.
-        guard let authorization = request.header("authorization"), !authorization.isEmpty else {
-            return reject("MissingProviderToken")
-        }
-        guard authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return reject("InvalidProviderToken")
-        }
-        let jwt = String(authorization.dropFirst(7))
-        let verdict = providerToken?(jwt) ?? verifier.verify(jwt)
-        guard case .valid(let claims) = verdict, let iat = claims.iat else { return reject("InvalidProviderToken", verdict.claims) }
-        if Int(now.timeIntervalSince1970) - iat > ProviderTokenVerifier.maximumAge { return reject("ExpiredProviderToken", claims) }
-
-        // Device token: hex of plausible length, exactly as canonical (lowercase, no spaces).
-        guard case .success(let canonical) = DeviceToken.normalize(token), canonical.hex == token else {
-            return reject("BadDeviceToken", claims)
+        // 3. repeated headers
+        if request.headers.count > 1, Self.singleValued.contains(where: { request.count(of: $0) > 1 }) {
+            return reject("DuplicateHeaders")
         }
 
-        if Self.singleValued.contains(where: { request.count(of: $0) > 1 }) { return reject("DuplicateHeaders", claims) }
-
-        // apns-topic and apns-push-type (absent push type: alert, Apple's default for most apps).
-        guard let topic = request.header("apns-topic"), !topic.isEmpty else { return reject("MissingTopic", claims) }
-        var pushType = PushType.alert
-        if let raw = request.header("apns-push-type") {
-            guard let parsed = PushType(rawValue: raw) else { return reject("InvalidPushType", claims) }
-            pushType = parsed
+        // 4. provider token
+        if let verifier {
+            guard let authorization = request.header("authorization"), !authorization.isEmpty else {
+                return reject("MissingProviderToken")
+            }
+            guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+                return reject("InvalidProviderToken")
+            }
+            let jwt = String(authorization.dropFirst(7))
+            let verdict = connection.providerTokenVerdict(for: jwt, verify: verifier.verify)
+            claims = verdict.claims
+            guard case .valid(let valid) = verdict, let iat = valid.iat else { return reject("InvalidProviderToken") }
+            if Int(now.timeIntervalSince1970) - iat > jwtMaxAgeSeconds { return reject("ExpiredProviderToken") }
+            guard connection.adoptProviderToken(jwt, now: now, minimumInterval: tokenUpdateIntervalSeconds) else {
+                return reject("TooManyProviderTokenUpdates")
+            }
+            authenticated = true
         }
-        if let bundleId, topic != bundleId + pushType.topicSuffix { return reject("BadTopic", claims) }
 
-        // apns-priority: 10 when absent. Background must be 5 ("10 is an error"); Live Activities 5 or 10.
+        // 5. device token
+        guard Self.isPlausibleToken(token) else { return reject("BadDeviceToken") }
+
+        // 6. apns-topic, against the push type's suffix when the push type is known
+        // Nil for an unknown push type; an absent header means alert.
+        let pushType: PushType? = request.header("apns-push-type").map { PushType(rawValue: $0) } ?? .alert
+        var topic = request.header("apns-topic") ?? ""
+        if topic.isEmpty, verifier == nil, let bundleId { topic = bundleId }
+        if topic.isEmpty { return reject("MissingTopic") }
+        if let bundleId {
+            guard let suffix = Self.suffix(of: topic, bundleId: bundleId) else { return reject("TopicDisallowed") }
+            if let pushType, suffix != pushType.topicSuffix { return reject("BadTopic") }
+        }
+
+        // 7. apns-push-type
+        guard let pushType else { return reject("InvalidPushType") }
+
+        // 8. apns-priority: 10 when absent. Background must be 5 ("10 is an error"); Live Activities 5 or 10.
         var priority = 10
         if let raw = request.header("apns-priority") {
-            guard let parsed = Int(raw), [1, 5, 10].contains(parsed) else { return reject("BadPriority", claims) }
+            guard let parsed = Int(raw), [1, 5, 10].contains(parsed) else { return reject("BadPriority") }
             priority = parsed
         }
-        if pushType == .background && priority != 5 { return reject("BadPriority", claims) }
-        if pushType == .liveactivity && priority == 1 { return reject("BadPriority", claims) }
+        if pushType == .background && priority != 5 { return reject("BadPriority") }
+        if pushType == .liveactivity && priority == 1 { return reject("BadPriority") }
 
-        if let id = request.header("apns-id"), !Self.isCanonicalUUID(id) { return reject("BadMessageId", claims) }
+        // 9–11. apns-id, apns-expiration, apns-collapse-id
+        if let id = request.header("apns-id"), !Self.isCanonicalUUID(id) { return reject("BadMessageId") }
         if let raw = request.header("apns-expiration") {
-            guard let seconds = Int(raw), seconds >= 0 else { return reject("BadExpirationDate", claims) }
+            guard let seconds = Int(raw), seconds >= 0 else { return reject("BadExpirationDate") }
         }
         if let collapse = request.header("apns-collapse-id"), collapse.utf8.count > Self.maximumCollapseIdBytes {
-            return reject("BadCollapseId", claims)
+            return reject("BadCollapseId")
         }
 
-        // Payload: non-empty, within the push type's limit, a JSON object with an `aps` dictionary.
-        if request.bodyLength == 0 { return reject("PayloadEmpty", claims) }
-        if request.bodyLength > pushType.payloadLimit { return reject("PayloadTooLarge", claims) }
-        if !Self.hasApsDictionary(request.body) { return reject(Self.badPayload, claims) }
+        // 12. body
+        if request.bodyLength == 0 { return reject("PayloadEmpty") }
+        if request.bodyLength > pushType.payloadLimit { return reject("PayloadTooLarge") }
+        if !JSONShape.isObjectWithApsDictionary(request.body) { return reject(Self.badPayload) }
 
-        if unregisteredPrefixes.contains(where: { token.hasPrefix($0) }) {
-            return reject("Unregistered", claims, timestamp: Int(now.timeIntervalSince1970 * 1000))
-        }
-        if badTokenPrefixes.contains(where: { token.hasPrefix($0) }) { return reject("BadDeviceToken", claims) }
-        return .accepted(token: token, providerToken: claims)
+        return .accepted(token: token, providerToken: claims, authenticated: authenticated)
     }
+
+    /// Hex digits (either case), an even count, `DeviceToken`'s plausible byte range.
+    static func isPlausibleToken(_ token: String) -> Bool {
+        let n = token.utf8.count
+        guard n % 2 == 0, (DeviceToken.minimumBytes * 2...DeviceToken.maximumBytes * 2).contains(n) else { return false }
+        return token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }
+    }
+
+    /// The part of `topic` after `bundleId` when it is the bundle id or the bundle id plus one of
+    /// Apple's push-type suffixes; nil for any other topic (another app's).
+    static func suffix(of topic: String, bundleId: String) -> String? {
+        guard topic.hasPrefix(bundleId) else { return nil }
+        let rest = String(topic.dropFirst(bundleId.count))
+        return knownSuffixes.contains(rest) ? rest : nil
+    }
+
+    static let knownSuffixes = Set(PushType.allCases.map(\.topicSuffix))
 
     /// Apple: apns-id is "a canonical UUID … lowercase, 8-4-4-4-12" (32 hex digits with four hyphens).
     public static func isCanonicalUUID(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 else { return false }
-        for (i, b) in bytes.enumerated() {
+        var count = 0
+        for (i, b) in text.utf8.enumerated() {
+            count += 1
             if i == 8 || i == 13 || i == 18 || i == 23 {
                 if b != UInt8(ascii: "-") { return false }
             } else if !((b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9")) || (b >= UInt8(ascii: "a") && b <= UInt8(ascii: "f"))) {
                 return false
             }
         }
-        return true
-    }
-
-    /// True if `body` parses as a JSON object whose `aps` member is an object.
-    static func hasApsDictionary(_ body: [UInt8]) -> Bool {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return false }
-        return object["aps"] is [String: Any]
+        return count == 36
     }
 }

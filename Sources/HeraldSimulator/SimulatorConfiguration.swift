@@ -9,52 +9,111 @@ public enum SimulatorTLS: Sendable, Equatable {
     case files(certificatePEMPath: String, privateKeyPEMPath: String)
 }
 
-/// How an `APNsSimulator` listens and what it accepts.
+/// How clients prove who they are, as APNs offers it: a provider token (JWT) on every request, or
+/// a TLS client certificate on the connection, in which case `authorization` is ignored (Apple).
+public enum SimulatorAuthentication: Sendable, Equatable {
+    /// ES256 provider tokens whose header `kid` is `keyId`, whose `iss` is `teamId`, signed by the
+    /// private half of `publicKeyPEM` (SPKI PEM, "BEGIN PUBLIC KEY").
+    case providerToken(teamId: String, keyId: String, publicKeyPEM: String)
+    /// Every connection must present a client certificate that chains to a CA in this PEM file;
+    /// the TLS handshake fails otherwise, as it does at Apple for a revoked or foreign certificate.
+    case clientCertificate(caPEMPath: String)
+}
+
+/// How an `APNsSimulator` listens, what it accepts and which faults it injects.
 ///
 /// The defaults describe a strict but healthy APNs on an ephemeral loopback port: every request
-/// that follows Apple's rules is answered 200, every rule broken gets Apple's status and reason.
+/// that follows Apple's rules is answered 200, every rule broken gets Apple's status and reason,
+/// and no fault is injected.
 public struct SimulatorConfiguration: Sendable {
     /// Address to bind. Default `127.0.0.1`: the simulator is a test tool, not a service.
     public var host: String
     /// Port to bind; 0 (the default) asks the kernel for a free one, read it back from `APNsSimulator.port`.
     public var port: Int
-    /// The Team ID a provider token's `iss` claim must carry.
-    public var teamId: String
-    /// The Key ID a provider token's header `kid` must carry.
-    public var keyId: String
-    /// ES256 public key (SPKI PEM, "BEGIN PUBLIC KEY") that verifies provider-token signatures.
-    public var publicKeyPEM: String
-    /// When set, `apns-topic` must equal this plus the push type's suffix (`PushType.topicSuffix`),
-    /// else 400 `BadTopic`. Nil accepts any non-empty topic.
+    public var authentication: SimulatorAuthentication
+    /// When set, `apns-topic` must be this bundle id plus the push type's suffix
+    /// (`PushType.topicSuffix`): another app's topic is 400 `TopicDisallowed`, this app's topic
+    /// with the wrong suffix 400 `BadTopic`. Nil accepts any non-empty topic.
     public var bundleId: String?
-    /// Device tokens (lowercase hex) starting with one of these are answered 410 `Unregistered`.
-    public var unregisteredPrefixes: [String]
-    /// Device tokens (lowercase hex) starting with one of these are answered 400 `BadDeviceToken`,
-    /// as APNs does for a token of the other environment.
-    public var badTokenPrefixes: [String]
     /// Server certificate source.
     public var tls: SimulatorTLS
     /// Optional NDJSON request log: one line per request, written as it is answered.
     /// Device tokens and payloads are written in full (it is a test record); provider tokens never are.
     public var logPath: String?
-    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to clients. APNs announces its own figure and
-    /// clients must not assume one; 1000 lets herald's stream limit, not the simulator, be the bottleneck.
+    /// Keep every request's log entry in memory for `SimulatorRequestLog.entries()`. Tests want
+    /// them; `herald run` and `herald sim` turn this off so memory does not grow with traffic
+    /// (the counters are kept either way).
+    public var keepsEntriesInMemory: Bool
+    /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated. Like Apple, a
+    /// provider-token connection starts at 1 and is raised to this after its first request with a
+    /// valid token ("APNs allows only one stream until you post a request with a valid
+    /// authentication token"); a certificate connection gets it at once. 1000 keeps herald's own
+    /// stream limit, not the simulator, the bottleneck.
     public var maxConcurrentStreams: Int
+    /// Apple: a provider token whose `iat` is more than an hour old gets 403 `ExpiredProviderToken`.
+    public var jwtMaxAgeSeconds: Int
+    /// Apple: "APNs report an error if you use a new token more than once every 20 minutes on the
+    /// same connection" (429 `TooManyProviderTokenUpdates`).
+    public var tokenUpdateIntervalSeconds: Int
+    /// Deterministic answers for chosen device tokens.
+    public var tokenRules: SimulatorTokenRules
+    /// Seeded random faults, latency and connection faults.
+    public var faults: SimulatorFaults
     /// Event-loop threads serving connections; 0 means one per core.
     public var threads: Int
 
+    /// A provider-token simulator (what herald uses).
     public init(teamId: String, keyId: String, publicKeyPEM: String) {
+        self.init(authentication: .providerToken(teamId: teamId, keyId: keyId, publicKeyPEM: publicKeyPEM))
+    }
+
+    public init(authentication: SimulatorAuthentication) {
         self.host = "127.0.0.1"
         self.port = 0
-        self.teamId = teamId
-        self.keyId = keyId
-        self.publicKeyPEM = publicKeyPEM
+        self.authentication = authentication
         self.bundleId = nil
-        self.unregisteredPrefixes = []
-        self.badTokenPrefixes = []
         self.tls = .generated
         self.logPath = nil
+        self.keepsEntriesInMemory = true
         self.maxConcurrentStreams = 1000
+        self.jwtMaxAgeSeconds = 3600
+        self.tokenUpdateIntervalSeconds = 1200
+        self.tokenRules = SimulatorTokenRules()
+        self.faults = SimulatorFaults()
         self.threads = 0
+    }
+
+    /// Device tokens (lowercase hex) starting with one of these are answered 410 `Unregistered`.
+    public var unregisteredPrefixes: [String] {
+        get { tokenRules.unregisteredPrefixes }
+        set { tokenRules.unregisteredPrefixes = newValue }
+    }
+
+    /// Device tokens (lowercase hex) starting with one of these are answered 400 `BadDeviceToken`,
+    /// as APNs does for a token of the other environment.
+    public var badTokenPrefixes: [String] {
+        get { tokenRules.badTokenPrefixes }
+        set { tokenRules.badTokenPrefixes = newValue }
+    }
+
+    /// Checks every value an operator can get wrong, so `start` fails with one line instead of a
+    /// simulator that misbehaves. The CLI and the job loader check the same ranges earlier, naming
+    /// their flag or key; this is the library's own guard.
+    public func validate() throws(SimulatorError) {
+        func bad(_ what: String) -> SimulatorError { .badConfiguration(what) }
+        guard (0...65_535).contains(port) else { throw bad("port must be 0-65535, not \(port)") }
+        guard (1...Int(Int32.max)).contains(maxConcurrentStreams) else {
+            throw bad("max concurrent streams must be at least 1, not \(maxConcurrentStreams)")
+        }
+        guard jwtMaxAgeSeconds >= 0 else { throw bad("JWT max age must be 0 or more seconds, not \(jwtMaxAgeSeconds)") }
+        guard tokenUpdateIntervalSeconds >= 0 else {
+            throw bad("token update interval must be 0 or more seconds, not \(tokenUpdateIntervalSeconds)")
+        }
+        guard threads >= 0 else { throw bad("threads must be 0 (one per core) or more, not \(threads)") }
+        if case .providerToken(let teamId, let keyId, _) = authentication, teamId.isEmpty || keyId.isEmpty {
+            throw bad("provider-token mode needs a team id and a key id")
+        }
+        try tokenRules.validate()
+        try faults.validate()
     }
 }

@@ -1,30 +1,53 @@
+import Foundation
 import Synchronization
 
-/// Per-connection state the behaviour may consult: the connection's number (for the log) and a
-/// cache of provider-token verdicts.
+/// Per-connection state the behaviour consults: the connection's number (for the log), a cache
+/// of provider-token verdicts, and which token the connection currently uses.
 ///
 /// Clients reuse one JWT for up to an hour on every stream of a connection, so verifying the
 /// ECDSA signature once per distinct token string and connection keeps the signature check from
 /// dominating CPU under load. The cache is bounded: a well-behaved client changes its token at
 /// most every 20 minutes, so a handful of entries suffice.
+///
+/// Only the connection's event loop calls in; the lock is uncontended and exists so that the
+/// type is honestly `Sendable` without `@unchecked`.
 public final class SimulatorConnection: Sendable {
     /// 1-based, in accept order.
     public let id: Int
-    private let verdicts = Mutex<[String: ProviderTokenVerdict]>([:])
     static let cacheLimit = 16
+
+    private struct State {
+        var verdicts: [String: ProviderTokenVerdict] = [:]
+        /// The provider token in force on this connection and when it was adopted.
+        var currentToken: String?
+        var adoptedAt = Date.distantPast
+    }
+    private let state = Mutex(State())
 
     public init(id: Int) { self.id = id }
 
     /// The cached verdict for `jwt`, computing it with `verify` on first sight.
     public func providerTokenVerdict(for jwt: String, verify: (String) -> ProviderTokenVerdict) -> ProviderTokenVerdict {
-        if let cached = verdicts.withLock({ $0[jwt] }) { return cached }
-        // Verify outside the lock: two streams racing on a new token both verify, harmlessly.
+        if let cached = state.withLock({ $0.verdicts[jwt] }) { return cached }
         let verdict = verify(jwt)
-        verdicts.withLock { cache in
-            if cache.count >= Self.cacheLimit { cache.removeAll(keepingCapacity: true) }
-            cache[jwt] = verdict
+        state.withLock { state in
+            if state.verdicts.count >= Self.cacheLimit { state.verdicts.removeAll(keepingCapacity: true) }
+            state.verdicts[jwt] = verdict
         }
         return verdict
+    }
+
+    /// Makes `jwt` the connection's token unless it replaces another one adopted less than
+    /// `minimumInterval` seconds before `now` (Apple's 429 `TooManyProviderTokenUpdates`).
+    /// Returns false, keeping the old token in force, when the update is too soon.
+    public func adoptProviderToken(_ jwt: String, now: Date, minimumInterval: Int) -> Bool {
+        state.withLock { state in
+            if state.currentToken == jwt { return true }
+            if state.currentToken != nil && now.timeIntervalSince(state.adoptedAt) < Double(minimumInterval) { return false }
+            state.currentToken = jwt
+            state.adoptedAt = now
+            return true
+        }
     }
 }
 

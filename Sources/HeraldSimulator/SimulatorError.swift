@@ -3,7 +3,7 @@
 public enum SimulatorError: Error, CustomStringConvertible, Equatable {
     /// The listening socket could not be bound (`detail` is e.g. "address in use").
     case cannotBind(host: String, port: Int, detail: String)
-    /// A TLS certificate or key file could not be read.
+    /// A TLS certificate, key or CA file could not be read (`role` says which, e.g. "TLS certificate").
     case unreadableFile(role: String, path: String, detail: String)
     /// A TLS certificate or key was read but is not usable.
     case badTLSMaterial(String)
@@ -13,6 +13,8 @@ public enum SimulatorError: Error, CustomStringConvertible, Equatable {
     case badPrivateKey(String)
     /// The NDJSON request log could not be opened.
     case cannotOpenLog(path: String, detail: String)
+    /// A configuration value is out of range or inconsistent (fault probabilities, counts, prefixes).
+    case badConfiguration(String)
     /// The event loop or listening channel failed in some other way.
     case server(String)
 
@@ -21,7 +23,7 @@ public enum SimulatorError: Error, CustomStringConvertible, Equatable {
         case .cannotBind(let host, let port, let detail):
             return "simulator: cannot bind \(host):\(port): \(detail)"
         case .unreadableFile(let role, let path, let detail):
-            return "simulator: cannot read TLS \(role) file \(path): \(detail)"
+            return "simulator: cannot read \(role) file \(path): \(detail)"
         case .badTLSMaterial(let detail):
             return "simulator: unusable TLS certificate or key: \(detail)"
         case .badPublicKey(let detail):
@@ -30,6 +32,8 @@ public enum SimulatorError: Error, CustomStringConvertible, Equatable {
             return "simulator: private key is not a P-256 PKCS#8 (.p8) PEM: \(detail)"
         case .cannotOpenLog(let path, let detail):
             return "simulator: cannot open request log \(path): \(detail)"
+        case .badConfiguration(let detail):
+            return "simulator: bad configuration: \(detail)"
         case .server(let detail):
             return "simulator: \(detail)"
         }

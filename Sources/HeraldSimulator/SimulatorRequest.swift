@@ -33,6 +33,13 @@ public struct SimulatorRequest: Sendable {
     public func count(of name: String) -> Int {
         headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) }
     }
+
+    /// The device token text of a `/3/device/<token>` path (possibly empty), else nil.
+    public var pathToken: String? {
+        let prefix = "/3/device/"
+        guard path.hasPrefix(prefix) else { return nil }
+        return String(path.dropFirst(prefix.count))
+    }
 }
 
 /// The behaviour's answer to one request, plus what it learnt for the request log.
@@ -46,25 +53,41 @@ public struct SimulatorVerdict: Sendable, Equatable {
     public var token: String?
     /// kid/iss/iat of the provider token, if one could be decoded.
     public var providerToken: ProviderTokenClaims?
+    /// The request proved who sent it (a valid, fresh provider token, or a certificate
+    /// connection). The first such request raises the connection's MAX_CONCURRENT_STREAMS.
+    public var authenticated: Bool
+    /// The injected fault that decided this answer (`p429`, `p500`, `p503`, `flaky`), for the log.
+    public var fault: String?
 
-    public init(status: Int, reason: APNsReason?, timestamp: Int? = nil, token: String? = nil, providerToken: ProviderTokenClaims? = nil) {
+    public init(status: Int, reason: APNsReason?, timestamp: Int? = nil, token: String? = nil,
+                providerToken: ProviderTokenClaims? = nil, authenticated: Bool = false, fault: String? = nil) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
         self.token = token
         self.providerToken = providerToken
+        self.authenticated = authenticated
+        self.fault = fault
     }
 
     /// 200 OK.
-    public static func accepted(token: String?, providerToken: ProviderTokenClaims?) -> SimulatorVerdict {
-        SimulatorVerdict(status: 200, reason: nil, token: token, providerToken: providerToken)
+    public static func accepted(token: String?, providerToken: ProviderTokenClaims?, authenticated: Bool = true) -> SimulatorVerdict {
+        SimulatorVerdict(status: 200, reason: nil, token: token, providerToken: providerToken, authenticated: authenticated)
     }
 
     /// A rejection whose status is read from `APNsReasonTable` (the one table the sender and
     /// reports read too). Reasons missing from the table are answered 400.
-    public static func rejected(_ reason: APNsReason, timestamp: Int? = nil, token: String?, providerToken: ProviderTokenClaims?) -> SimulatorVerdict {
+    public static func rejected(_ reason: APNsReason, timestamp: Int? = nil, token: String?, providerToken: ProviderTokenClaims?,
+                                authenticated: Bool = false) -> SimulatorVerdict {
         SimulatorVerdict(status: APNsReasonTable.entry(for: reason)?.status ?? 400, reason: reason,
-                         timestamp: timestamp, token: token, providerToken: providerToken)
+                         timestamp: timestamp, token: token, providerToken: providerToken, authenticated: authenticated)
+    }
+
+    /// The same request answered otherwise (a token rule or a fault replacing a 200).
+    func replaced(by reason: APNsReason, timestamp: Int? = nil, fault: String? = nil) -> SimulatorVerdict {
+        var v = SimulatorVerdict.rejected(reason, timestamp: timestamp, token: token, providerToken: providerToken, authenticated: authenticated)
+        v.fault = fault
+        return v
     }
 
     /// The JSON error body: `{"reason":"…"}`, plus `"timestamp"` when set; nil for a reasonless answer.
@@ -78,8 +101,8 @@ public struct SimulatorVerdict: Sendable, Equatable {
     }
 }
 
-/// Decides the answer to each request. The validating behaviour (`RequestValidator`) enforces
-/// Apple's rules; later behaviours can wrap it to inject faults.
+/// Decides the answer to each request, like pushy's pluggable server behaviour. `APNsBehavior`
+/// is the standard one (Apple's validation, token rules, seeded faults); tests may plug in others.
 public protocol SimulatorBehavior: Sendable {
     /// Called once per complete request (headers and body), on the connection's event loop.
     /// `now` is passed in so the decision is reproducible in tests.

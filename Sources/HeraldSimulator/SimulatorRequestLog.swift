@@ -2,12 +2,23 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// Every request the simulator answered, in answer order, for tests to assert on; optionally
-/// mirrored to an NDJSON file. Lock-protected: streams of all connections append concurrently.
+/// Every request the simulator received, with counters for tests and a final stats line,
+/// optionally mirrored to an NDJSON file. Lock-protected: all connections append concurrently.
 ///
 /// Provider tokens are never stored: `authorization` is reduced to its kid/iss/iat.
 public final class SimulatorRequestLog: Sendable {
-    /// One answered request.
+    /// What became of a request.
+    public enum Outcome: String, Sendable {
+        /// Processed and answered (possibly after a latency fault).
+        case answered
+        /// The connection was cut before processing it (`close_mode: before`): not delivered.
+        case closedBeforeProcessing = "closed_before_processing"
+        /// Processed (delivered, as far as the simulator goes), then the connection was cut
+        /// before the answer left (`close_mode: after`): the client cannot know.
+        case closedAfterProcessing = "closed_after_processing"
+    }
+
+    /// One request.
     public struct Entry: Sendable, Equatable {
         /// Connection number, 1-based in accept order.
         public var connection: Int
@@ -24,24 +35,35 @@ public final class SimulatorRequestLog: Sendable {
         public var jwtIat: Int?
         /// The body as received (cut at `SimulatorRequest.bodyKeepLimit`).
         public var body: [UInt8]
-        public var status: Int
+        /// Nil when the request was never processed (`closedBeforeProcessing`).
+        public var status: Int?
         public var reason: String?
-        /// The `apns-id` answered (echoed or generated).
-        public var apnsId: String
+        /// The 410 body's milliseconds.
+        public var timestamp: Int?
+        /// The `apns-id` answered (echoed or generated); nil when never processed.
+        public var apnsId: String?
+        public var outcome: Outcome
+        /// The injected fault behind this answer: `p429`, `p500`, `p503`, `flaky`, `goaway` (the
+        /// answer was followed by GOAWAY), `close_before` or `close_after`; nil for none.
+        public var fault: String?
 
-        public init(connection: Int, stream: Int, request: SimulatorRequest, verdict: SimulatorVerdict, apnsId: String) {
+        public init(connection: Int, stream: Int, request: SimulatorRequest, verdict: SimulatorVerdict?, apnsId: String?,
+                    outcome: Outcome = .answered, fault: String? = nil) {
             self.connection = connection
             self.stream = stream
             self.method = request.method
             self.path = request.path
-            self.token = verdict.token
-            self.jwtKid = verdict.providerToken?.kid
-            self.jwtIss = verdict.providerToken?.iss
-            self.jwtIat = verdict.providerToken?.iat
+            self.token = verdict?.token ?? request.pathToken.flatMap { $0.isEmpty ? nil : $0 }
+            self.jwtKid = verdict?.providerToken?.kid
+            self.jwtIss = verdict?.providerToken?.iss
+            self.jwtIat = verdict?.providerToken?.iat
             self.body = request.body
-            self.status = verdict.status
-            self.reason = verdict.reason?.rawValue
+            self.status = verdict?.status
+            self.reason = verdict?.reason?.rawValue
+            self.timestamp = verdict?.timestamp
             self.apnsId = apnsId
+            self.outcome = outcome
+            self.fault = fault ?? verdict?.fault
             var headers = [String: String]()
             for (name, value) in request.headers where name.hasPrefix("apns-") {
                 headers[name] = headers[name].map { $0 + ", " + value } ?? value
@@ -53,94 +75,120 @@ public final class SimulatorRequestLog: Sendable {
         }
     }
 
+    /// Counters over every request so far.
+    public struct Stats: Sendable, Equatable {
+        /// Requests received in full (answered or not).
+        public var requests = 0
+        /// Requests whose answer was sent.
+        public var answered = 0
+        /// Connections accepted (TLS + h2 negotiated).
+        public var connections = 0
+        /// Answers per HTTP status, including processed requests whose answer was cut off.
+        public var byStatus: [Int: Int] = [:]
+        public var byReason: [String: Int] = [:]
+        /// Requests per injected fault (see `Entry.fault`).
+        public var byFault: [String: Int] = [:]
+        public init() {}
+    }
+
     private struct State {
         var entries: [Entry] = []
-        var statusCounts: [Int: Int] = [:]
-        var file: FileHandle?
+        var stats = Stats()
+        var fd: Int32 = -1
         var fileFailed = false
     }
 
     private let state: Mutex<State>
+    private let keepsEntries: Bool
+    private let writesFile: Bool
+    /// When false, `append` is never handed an entry: counting needs none.
+    var wantsEntries: Bool { keepsEntries || writesFile }
 
-    /// An in-memory log, mirrored to `path` as NDJSON when given. The file is appended to, not
-    /// truncated: a campaign rehearsed, killed and rerun keeps one log of every request it made.
-    public init(path: String? = nil) throws(SimulatorError) {
+    /// A log kept in memory (when `keepsEntries`) and mirrored to `path` as NDJSON when given.
+    /// The file is appended to, not truncated: a campaign rehearsed, killed and rerun keeps one
+    /// log of every request it made.
+    public init(path: String? = nil, keepsEntries: Bool = true) throws(SimulatorError) {
         var initial = State()
         if let path {
             let fd = open(path, O_CREAT | O_WRONLY | O_APPEND | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw .cannotOpenLog(path: path, detail: String(cString: strerror(errno))) }
-            initial.file = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            initial.fd = fd
         }
+        self.keepsEntries = keepsEntries
+        self.writesFile = path != nil
         self.state = Mutex(initial)
     }
 
-    public var count: Int { state.withLock { $0.entries.count } }
+    deinit { state.withLock { if $0.fd >= 0 { _ = Glibc.close($0.fd) } } }
 
+    /// Requests received so far.
+    public var count: Int { state.withLock { $0.stats.requests } }
+
+    /// Kept entries in arrival order (empty when entries are not kept in memory).
     public func entries() -> [Entry] { state.withLock { $0.entries } }
 
     /// Answers per HTTP status, e.g. `[200: 998, 410: 2]`.
-    public func statusCounts() -> [Int: Int] { state.withLock { $0.statusCounts } }
+    public func statusCounts() -> [Int: Int] { state.withLock { $0.stats.byStatus } }
 
-    /// Appends one entry and, with a file, writes its line. FileHandle writes go straight to the
-    /// file descriptor, so each line is on disk (in the page cache) before the next request's.
-    public func append(_ entry: Entry) {
-        let line = entry.ndjsonLine(at: Date())
+    public func stats() -> Stats { state.withLock { $0.stats } }
+
+    func connectionOpened() { state.withLock { $0.stats.connections += 1 } }
+
+    /// Counts one request and, when entries are wanted, keeps and writes it. The line goes to the
+    /// file with one write(2) before the next request's, so a crash loses at most the line being
+    /// written (it is in the page cache, not necessarily on disk: this is a test record).
+    func append(status: Int?, reason: APNsReason?, outcome: Outcome, fault: String?, entry: @autoclosure () -> Entry) {
+        var line: [UInt8] = []
+        var built: Entry?
+        if wantsEntries {
+            let e = entry()
+            if writesFile { line = e.ndjsonLine(at: Date()) }
+            built = e
+        }
         state.withLock { state in
-            state.entries.append(entry)
-            state.statusCounts[entry.status, default: 0] += 1
-            if let file = state.file, !state.fileFailed {
-                do { try file.write(contentsOf: line) } catch { state.fileFailed = true }
-            }
+            state.stats.requests += 1
+            if outcome == .answered { state.stats.answered += 1 }
+            if let status { state.stats.byStatus[status, default: 0] += 1 }
+            if let reason { state.stats.byReason[reason.rawValue, default: 0] += 1 }
+            if let fault { state.stats.byFault[fault, default: 0] += 1 }
+            if keepsEntries, let built { state.entries.append(built) }
+            if state.fd >= 0, !state.fileFailed, !line.isEmpty, !Self.writeAll(state.fd, line) { state.fileFailed = true }
         }
     }
 
-    /// Closes the NDJSON file; later entries are kept in memory only.
+    /// Appends an entry as given (tests of the log itself).
+    public func append(_ entry: Entry) {
+        append(status: entry.status, reason: entry.reason.map { APNsReason($0) }, outcome: entry.outcome, fault: entry.fault, entry: entry)
+    }
+
+    /// Writes the final stats line (`{"stats":{…}}`), when there is a file.
+    public func writeStatsLine() {
+        state.withLock { state in
+            guard state.fd >= 0, !state.fileFailed else { return }
+            if !Self.writeAll(state.fd, state.stats.ndjsonLine(at: Date())) { state.fileFailed = true }
+        }
+    }
+
+    /// Closes the NDJSON file; later entries are counted (and kept in memory) only.
     public func close() {
         state.withLock { state in
-            try? state.file?.close()
-            state.file = nil
+            if state.fd >= 0 { _ = Glibc.close(state.fd) }
+            state.fd = -1
         }
     }
-}
 
-extension SimulatorRequestLog.Entry {
-    /// One NDJSON line (with the trailing newline). Written on bytes with HeraldCore's escaping.
-    func ndjsonLine(at time: Date) -> Data {
-        var out = [UInt8]()
-        out.reserveCapacity(256 + body.count)
-        func key(_ k: String) {
-            out.append(out.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            JSONEscaping.appendQuoted(k, to: &out)
-            out.append(UInt8(ascii: ":"))
+    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += n
+            }
+            return true
         }
-        func string(_ k: String, _ v: String?) {
-            key(k)
-            if let v { JSONEscaping.appendQuoted(v, to: &out) } else { out.append(contentsOf: "null".utf8) }
-        }
-        func number(_ k: String, _ v: Int?) { key(k); out.append(contentsOf: (v.map(String.init) ?? "null").utf8) }
-        number("time_ms", Int(time.timeIntervalSince1970 * 1000))
-        number("connection", connection)
-        number("stream", stream)
-        string("method", method)
-        string("path", path)
-        string("token", token)
-        key("headers")
-        out.append(UInt8(ascii: "{"))
-        for (i, name) in headers.keys.sorted().enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            JSONEscaping.appendQuoted(name, to: &out)
-            out.append(UInt8(ascii: ":"))
-            JSONEscaping.appendQuoted(headers[name] ?? "", to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
-        string("jwt_kid", jwtKid)
-        string("jwt_iss", jwtIss)
-        number("jwt_iat", jwtIat)
-        string("body", String(decoding: body, as: UTF8.self))
-        number("status", status)
-        string("reason", reason)
-        string("apns_id", apnsId)
-        out.append(contentsOf: "}\n".utf8)
-        return Data(out)
     }
 }

@@ -1,9 +1,9 @@
-import Crypto
 import Foundation
 import NIOSSL
 import X509
 
-/// The server's certificate chain and key, plus the PEM a client must trust.
+/// The server's certificate chain and key, the PEM a client must trust, and for certificate
+/// authentication the CAs client certificates must chain to.
 struct SimulatorTLSMaterial {
     var chain: [NIOSSLCertificate]
     var privateKey: NIOSSLPrivateKey
@@ -17,23 +17,45 @@ struct SimulatorTLSMaterial {
         }
     }
 
+    /// The TLS server configuration: TLS 1.2+, ALPN `h2` only, and with `clientCA` a required,
+    /// verified client certificate (NIOSSL maps `.noHostnameVerification` on a server to
+    /// SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no certificate, no handshake).
+    func serverConfiguration(clientCA: [NIOSSLCertificate]?) -> TLSConfiguration {
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
+                                                           privateKey: .privateKey(privateKey))
+        tls.minimumTLSVersion = .tlsv12
+        tls.applicationProtocols = ["h2"]
+        if let clientCA {
+            tls.certificateVerification = .noHostnameVerification
+            tls.trustRoots = .certificates(clientCA)
+        }
+        return tls
+    }
+
     /// Reads an operator's PEM files. The certificate file is also what clients trust.
     static func read(certificatePath: String, keyPath: String) throws(SimulatorError) -> SimulatorTLSMaterial {
-        let certificatePEM = try readText(certificatePath, role: "certificate")
-        let keyPEM = try readText(keyPath, role: "private key")
-        do {
-            let chain = try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8))
-            guard !chain.isEmpty else { throw SimulatorError.badTLSMaterial("\(certificatePath) holds no PEM certificate") }
-            let key: NIOSSLPrivateKey
-            do { key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem) } catch {
-                throw SimulatorError.badTLSMaterial("\(keyPath) is not a PEM private key")
-            }
-            return SimulatorTLSMaterial(chain: chain, privateKey: key, trustPEM: certificatePEM)
-        } catch let error as SimulatorError {
-            throw error
-        } catch {
-            throw .badTLSMaterial("\(certificatePath) is not a PEM certificate (\(error))")
+        let certificatePEM = try readText(certificatePath, role: "TLS certificate")
+        let keyPEM = try readText(keyPath, role: "TLS private key")
+        let chain = try certificates(certificatePEM, path: certificatePath)
+        let key: NIOSSLPrivateKey
+        do { key = try NIOSSLPrivateKey(bytes: Array(keyPEM.utf8), format: .pem) } catch {
+            throw .badTLSMaterial("\(keyPath) is not a PEM private key")
         }
+        return SimulatorTLSMaterial(chain: chain, privateKey: key, trustPEM: certificatePEM)
+    }
+
+    /// The client-certificate CAs of `--client-ca`.
+    static func readClientCA(_ path: String) throws(SimulatorError) -> [NIOSSLCertificate] {
+        try certificates(try readText(path, role: "client CA"), path: path)
+    }
+
+    private static func certificates(_ pem: String, path: String) throws(SimulatorError) -> [NIOSSLCertificate] {
+        let chain: [NIOSSLCertificate]
+        do { chain = try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)) } catch {
+            throw .badTLSMaterial("\(path) is not a PEM certificate (\(error))")
+        }
+        guard !chain.isEmpty else { throw .badTLSMaterial("\(path) holds no PEM certificate") }
+        return chain
     }
 
     private static func readText(_ path: String, role: String) throws(SimulatorError) -> String {
@@ -44,62 +66,18 @@ struct SimulatorTLSMaterial {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// A fresh CA and a leaf it signs, both P-256, valid from a day ago for a year.
-    ///
-    /// The leaf must pass OpenSSL 3's full verification as libcurl does it with
-    /// CURLOPT_CAINFO: SAN entries for the names clients dial (127.0.0.1, ::1, localhost and the
-    /// bind host), keyUsage digitalSignature, extendedKeyUsage serverAuth, and SKI/AKI linking
-    /// the leaf to the CA. A start time in the past tolerates small clock differences.
+    /// A fresh CA and a leaf it signs for the names clients dial (127.0.0.1, ::1, localhost and
+    /// the bind host).
     static func generate(host: String) throws(SimulatorError) -> SimulatorTLSMaterial {
+        let ca = try SimulatorCertificateAuthority()
+        let leaf = try ca.issueServerCertificate(names: subjectAlternativeNames(host: host))
         do {
-            let now = Date()
-            let notBefore = now.addingTimeInterval(-86_400)
-            let notAfter = now.addingTimeInterval(365 * 86_400)
-
-            let caKey = P256.Signing.PrivateKey()
-            let caPublic = Certificate.PublicKey(caKey.publicKey)
-            let caKeyId = SubjectKeyIdentifier(hash: caPublic)
-            let caName = try DistinguishedName {
-                OrganizationName("herald")
-                CommonName("herald APNs simulator CA")
-            }
-            let ca = try Certificate(
-                version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: caPublic,
-                notValidBefore: notBefore, notValidAfter: notAfter, issuer: caName, subject: caName,
-                extensions: try Certificate.Extensions {
-                    Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
-                    Critical(KeyUsage(keyCertSign: true, cRLSign: true))
-                    caKeyId
-                },
-                issuerPrivateKey: Certificate.PrivateKey(caKey))
-
-            let leafKey = P256.Signing.PrivateKey()
-            let leafPublic = Certificate.PublicKey(leafKey.publicKey)
-            let leafName = try DistinguishedName {
-                OrganizationName("herald")
-                CommonName("localhost")
-            }
-            let leaf = try Certificate(
-                version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: leafPublic,
-                notValidBefore: notBefore, notValidAfter: notAfter, issuer: caName, subject: leafName,
-                extensions: try Certificate.Extensions {
-                    Critical(BasicConstraints.notCertificateAuthority)
-                    Critical(KeyUsage(digitalSignature: true))
-                    try ExtendedKeyUsage([.serverAuth])
-                    SubjectAlternativeNames(subjectAlternativeNames(host: host))
-                    SubjectKeyIdentifier(hash: leafPublic)
-                    AuthorityKeyIdentifier(keyIdentifier: caKeyId.keyIdentifier)
-                },
-                issuerPrivateKey: Certificate.PrivateKey(caKey))
-
-            let caPEM = try ca.serializeAsPEM().pemString
-            let leafPEM = try leaf.serializeAsPEM().pemString
             return SimulatorTLSMaterial(
-                chain: [try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem)],
-                privateKey: try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem),
-                trustPEM: caPEM + "\n")
+                chain: [try NIOSSLCertificate(bytes: Array(leaf.certificatePEM.utf8), format: .pem)],
+                privateKey: try NIOSSLPrivateKey(bytes: Array(leaf.privateKeyPEM.utf8), format: .pem),
+                trustPEM: ca.certificatePEM)
         } catch {
-            throw .badTLSMaterial("cannot generate the simulator certificate: \(error)")
+            throw .badTLSMaterial("cannot load the generated simulator certificate: \(error)")
         }
     }
 

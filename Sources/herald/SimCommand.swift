@@ -1,79 +1,261 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import HeraldCore
 import HeraldSimulator
 
+/// `herald sim`: parse, check, start `APNsSimulator`, wait for a signal. Numbers are read as text
+/// and checked here so that every bad value is one line on stderr and exit 2, like `herald run`'s
+/// configuration errors (argument-parser's own errors print usage and exit 64).
 struct SimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sim",
-        abstract: "Run the APNs simulator: HTTP/2 over TLS on loopback, answering like Apple's servers.",
-        discussion: "Prints one line `listening on https://HOST:PORT` when ready; stops on SIGINT or SIGTERM."
+        abstract: "Run the APNs simulator: HTTP/2 over TLS, validating requests like Apple and injecting faults.",
+        discussion: """
+            Prints one line `listening on https://HOST:PORT` when ready. Stops cleanly on SIGINT or SIGTERM \
+            and then, with --log, appends a final stats line ({"stats":{…}}). Bad configuration (unreadable \
+            file, port in use, malformed value) prints one line on stderr and exits 2.
+
+            Checks, first failing one decides: path (404 BadPath, 400 MissingDeviceToken), method (405), \
+            duplicate headers, provider token (403 MissingProviderToken, InvalidProviderToken, \
+            ExpiredProviderToken; 429 TooManyProviderTokenUpdates), device token (BadDeviceToken), \
+            apns-topic (MissingTopic, TopicDisallowed, BadTopic), apns-push-type (InvalidPushType), \
+            apns-priority (BadPriority), apns-id (BadMessageId), apns-expiration (BadExpirationDate), \
+            apns-collapse-id (BadCollapseId), body (PayloadEmpty, 413 PayloadTooLarge, BadPayload). \
+            A valid request then meets the random faults (--p429/--p500/--p503), then the token \
+            rules (unregistered, expired, bad, not-for-topic, flaky; first match), else 200.
+            """
     )
 
-    @Option(help: "Address to bind.") var host = "127.0.0.1"
-    @Option(help: "Port to bind; 0 picks a free one.") var port = 8443
-    @Option(help: "Server certificate (PEM). Without it a CA and certificate are generated.") var cert: String?
-    @Option(help: "Server private key (PEM), with --cert.") var key: String?
-    @Option(name: .customLong("ca-out"), help: "Write the CA certificate clients must trust to this file.") var caOut: String?
-    @Option(name: .customLong("team-id"), help: "Expected JWT issuer (iss).") var teamId: String
-    @Option(name: .customLong("key-id"), help: "Expected JWT key id (kid).") var keyId: String
-    @Option(name: .customLong("auth-key"), help: "The .p8 key whose public half verifies provider tokens.") var authKey: String?
-    @Option(name: .customLong("auth-public-key"), help: "The public key (PEM) that verifies provider tokens.") var authPublicKey: String?
-    @Option(name: .customLong("bundle-id"), help: "When set, apns-topic must be this bundle id plus the push type's suffix.") var bundleId: String?
-    @Option(help: "Append one NDJSON line per request to this file.") var log: String?
-    @Option(name: .customLong("unregistered-prefix"), help: "Tokens starting with this hex answer 410 Unregistered (repeatable).") var unregisteredPrefix: [String] = []
-    @Option(name: .customLong("bad-token-prefix"), help: "Tokens starting with this hex answer 400 BadDeviceToken (repeatable).") var badTokenPrefix: [String] = []
-
-    func validate() throws {
-        if (authKey == nil) == (authPublicKey == nil) { throw ValidationError("give exactly one of --auth-key or --auth-public-key") }
-        if (cert == nil) != (key == nil) { throw ValidationError("--cert and --key go together") }
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
-    }
+    @OptionGroup(title: "Listening") var listen: SimListenOptions
+    @OptionGroup(title: "Authentication") var auth: SimAuthOptions
+    @OptionGroup(title: "Device-token rules (hex prefixes; a whole token works too; repeatable)") var rules: SimTokenRuleOptions
+    @OptionGroup(title: "Faults (seeded: the same seed gives the same faults)") var faults: SimFaultOptions
 
     func run() throws {
         do {
-            let publicPEM: String
-            if let authKey {
-                publicPEM = try SimulatorCredentials.publicKeyPEM(fromPrivateKeyPEM: try String(contentsOfFile: authKey, encoding: .utf8))
-            } else {
-                publicPEM = try String(contentsOfFile: authPublicKey!, encoding: .utf8)
-            }
-            var config = SimulatorConfiguration(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
-            config.host = host
-            config.port = port
-            config.bundleId = bundleId
-            config.logPath = log
-            config.unregisteredPrefixes = unregisteredPrefix.map { $0.lowercased() }
-            config.badTokenPrefixes = badTokenPrefix.map { $0.lowercased() }
-            if let cert, let key { config.tls = .files(certificatePEMPath: cert, privateKeyPEMPath: key) }
+            let config = try makeConfiguration()
             let sim = try APNsSimulator.start(config)
-            if let caOut {
-                let fd = open(caOut, O_CREAT | O_TRUNC | O_WRONLY, 0o644)
-                guard fd >= 0 else { throw SimulatorCLIError("cannot write --ca-out \(caOut): \(String(cString: strerror(errno)))") }
+            if let caOut = listen.caOut {
+                let fd = open(caOut, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
+                guard fd >= 0 else {
+                    try? sim.shutdown()
+                    throw SimCommandError("cannot write --ca-out \(caOut): \(String(cString: strerror(errno)))")
+                }
                 FileHandle(fileDescriptor: fd, closeOnDealloc: true).write(Data(sim.caCertificatePEM.utf8))
             }
-            FileHandle.standardOutput.write(Data("listening on https://\(host):\(sim.port)\n".utf8))
-            let done = DispatchSemaphore(value: 0)
-            var sources: [DispatchSourceSignal] = []
-            for sig in [SIGINT, SIGTERM] {
-                signal(sig, SIG_IGN)
-                let s = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-                s.setEventHandler { done.signal() }
-                s.resume()
-                sources.append(s)
-            }
-            done.wait()
-            try sim.shutdown()
+            let shownHost = listen.host.contains(":") ? "[\(listen.host)]" : listen.host
+            FileHandle.standardOutput.write(Data("listening on https://\(shownHost):\(sim.port)\n".utf8))
+            Self.waitForSignal()
+            try sim.shutdown(writingStatsLine: true)
             let counts = sim.requestLog.statusCounts().sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
-            print("stopped after \(sim.requestLog.count) requests (\(counts))")
+            FileHandle.standardOutput.write(Data("stopped after \(sim.requestLog.count) requests (\(counts))\n".utf8))
         } catch {
-            FileHandle.standardError.write(Data("herald sim: error: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("herald: error: \(error)\n".utf8))
             throw ExitCode(2)
         }
     }
+
+    /// Blocks until SIGINT or SIGTERM. The signals are ignored first so the default action (death
+    /// without a stats line) cannot win the race with the dispatch source.
+    static func waitForSignal() {
+        let done = DispatchSemaphore(value: 0)
+        var sources: [any DispatchSourceSignal] = []
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { done.signal() }
+            source.resume()
+            sources.append(source)
+        }
+        done.wait()
+        sources.forEach { $0.cancel() }
+    }
+
+    func makeConfiguration() throws -> SimulatorConfiguration {
+        var config = SimulatorConfiguration(authentication: try auth.authentication())
+        config.host = listen.host
+        config.port = try SimFlag.int("--port", listen.port, range: 0...65_535)
+        if (listen.cert == nil) != (listen.key == nil) { throw SimCommandError("--cert and --key go together") }
+        if let cert = listen.cert, let key = listen.key { config.tls = .files(certificatePEMPath: cert, privateKeyPEMPath: key) }
+        config.threads = try SimFlag.int("--threads", listen.threads, range: 0...256)
+        config.bundleId = auth.bundleId
+        config.logPath = listen.log
+        // A long-running simulator keeps counters, not every request, in memory.
+        config.keepsEntriesInMemory = false
+        config.jwtMaxAgeSeconds = try SimFlag.int("--jwt-max-age", auth.jwtMaxAge, range: 0...Int(Int32.max))
+        config.tokenUpdateIntervalSeconds = try SimFlag.int("--token-update-interval", auth.tokenUpdateInterval, range: 0...Int(Int32.max))
+        config.maxConcurrentStreams = try SimFlag.int("--max-concurrent-streams", faults.maxConcurrentStreams, range: 1...Int(Int32.max))
+        config.tokenRules = try rules.tokenRules()
+        config.faults = try faults.faults()
+        return config
+    }
 }
 
-struct SimulatorCLIError: Error, CustomStringConvertible {
+struct SimListenOptions: ParsableArguments {
+    @Option(help: "Address to bind.") var host = "127.0.0.1"
+    @Option(help: "Port to bind; 0 picks a free one (the `listening on` line shows it).") var port = "8443"
+    @Option(help: ArgumentHelp("Server certificate (PEM, leaf first). Without --cert/--key a CA and a certificate for localhost, 127.0.0.1, ::1 and --host are generated.", valueName: "server.pem"))
+    var cert: String?
+    @Option(help: ArgumentHelp("Server private key (PEM), with --cert.", valueName: "server.key")) var key: String?
+    @Option(name: .customLong("ca-out"), help: ArgumentHelp("Write the PEM clients must trust (the generated CA, or --cert) to this file, for `herald run --ca-file`.", valueName: "ca.pem"))
+    var caOut: String?
+    @Option(help: ArgumentHelp("Append one NDJSON line per request (connection, stream, token, apns-* headers, JWT kid/iss/iat, body, answer) to this file, flushed per line, and a stats line at exit.", valueName: "requests.ndjson"))
+    var log: String?
+    @Option(help: "Event-loop threads; 0 means one per core.") var threads = "0"
+}
+
+struct SimAuthOptions: ParsableArguments {
+    @Option(name: .customLong("team-id"), help: "Provider tokens must carry this Team ID as iss.") var teamId: String?
+    @Option(name: .customLong("key-id"), help: "Provider tokens must carry this Key ID as kid.") var keyId: String?
+    @Option(name: .customLong("auth-key"), help: ArgumentHelp("The .p8 key whose public half verifies provider-token signatures.", valueName: "AuthKey_K.p8"))
+    var authKey: String?
+    @Option(name: .customLong("auth-public-key"), help: ArgumentHelp("Or the public key (PEM) that verifies them.", valueName: "pub.pem"))
+    var authPublicKey: String?
+    @Option(name: .customLong("client-ca"), help: ArgumentHelp("Certificate authentication instead of provider tokens: clients must present a TLS certificate issued by a CA in this PEM file; authorization headers are ignored.", valueName: "ca.pem"))
+    var clientCA: String?
+    @Option(name: .customLong("bundle-id"), help: "apns-topic must be this bundle id plus the push type's suffix (another app's topic: TopicDisallowed; wrong suffix: BadTopic).")
+    var bundleId: String?
+    @Option(name: .customLong("jwt-max-age"), help: ArgumentHelp("Provider tokens whose iat is older than this many seconds get 403 ExpiredProviderToken.", valueName: "seconds"))
+    var jwtMaxAge = "3600"
+    @Option(name: .customLong("token-update-interval"), help: ArgumentHelp("A connection that changes its provider token sooner than this many seconds after the last change gets 429 TooManyProviderTokenUpdates.", valueName: "seconds"))
+    var tokenUpdateInterval = "1200"
+
+    func authentication() throws -> SimulatorAuthentication {
+        if let clientCA {
+            if teamId != nil || keyId != nil || authKey != nil || authPublicKey != nil {
+                throw SimCommandError("--client-ca (certificate authentication) excludes --team-id, --key-id, --auth-key and --auth-public-key")
+            }
+            return .clientCertificate(caPEMPath: clientCA)
+        }
+        guard let teamId, let keyId else { throw SimCommandError("give --team-id and --key-id (or --client-ca for certificate authentication)") }
+        let publicPEM: String
+        switch (authKey, authPublicKey) {
+        case (let path?, nil):
+            publicPEM = try SimulatorCredentials.publicKeyPEM(fromPrivateKeyPEM: try SimFlag.readFile("--auth-key", path))
+        case (nil, let path?):
+            publicPEM = try SimFlag.readFile("--auth-public-key", path)
+        default:
+            throw SimCommandError("give exactly one of --auth-key or --auth-public-key")
+        }
+        return .providerToken(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
+    }
+}
+
+struct SimTokenRuleOptions: ParsableArguments {
+    @Option(name: .customLong("unregistered-prefix"), help: ArgumentHelp("Answer 410 Unregistered (with a timestamp).", valueName: "hex"))
+    var unregistered: [String] = []
+    @Option(name: .customLong("expired-token-prefix"), help: ArgumentHelp("Answer 410 ExpiredToken (with a timestamp).", valueName: "hex"))
+    var expired: [String] = []
+    @Option(name: .customLong("bad-token-prefix"), help: ArgumentHelp("Answer 400 BadDeviceToken.", valueName: "hex"))
+    var bad: [String] = []
+    @Option(name: .customLong("not-for-topic-prefix"), help: ArgumentHelp("Answer 400 DeviceTokenNotForTopic.", valueName: "hex"))
+    var notForTopic: [String] = []
+    @Option(name: .customLong("flaky-prefix"), help: ArgumentHelp("Fail --flaky-count times with --flaky-status, then succeed (per token).", valueName: "hex"))
+    var flaky: [String] = []
+    @Option(name: .customLong("flaky-count"), help: ArgumentHelp("Failures before success: once for every --flaky-prefix, or once per prefix in order (default 2).", valueName: "n"))
+    var flakyCount: [String] = []
+    @Option(name: .customLong("flaky-status"), help: ArgumentHelp("429, 500 or 503: once for every --flaky-prefix, or once per prefix in order (default 503).", valueName: "status"))
+    var flakyStatus: [String] = []
+
+    func tokenRules() throws -> SimulatorTokenRules {
+        func prefixes(_ flag: String, _ values: [String]) throws -> [String] {
+            try values.map { v in
+                guard !v.isEmpty, v.allSatisfy(\.isHexDigit) else { throw SimCommandError("\(flag) must be hex digits, not \"\(v)\"") }
+                return v.lowercased()
+            }
+        }
+        func perPrefix(_ flag: String, _ values: [String], default value: Int, _ parse: (String) throws -> Int) throws -> [Int] {
+            switch values.count {
+            case 0: return Array(repeating: value, count: flaky.count)
+            case 1: return Array(repeating: try parse(values[0]), count: flaky.count)
+            case flaky.count: return try values.map(parse)
+            default: throw SimCommandError("\(flag) is given \(values.count) times for \(flaky.count) --flaky-prefix: give it once, or once per prefix")
+            }
+        }
+        let flakyPrefixes = try prefixes("--flaky-prefix", flaky)
+        if flakyPrefixes.isEmpty && !(flakyCount.isEmpty && flakyStatus.isEmpty) {
+            throw SimCommandError("--flaky-count and --flaky-status need a --flaky-prefix")
+        }
+        let counts = try perPrefix("--flaky-count", flakyCount, default: 2) { try SimFlag.int("--flaky-count", $0, range: 1...1_000_000) }
+        let statuses = try perPrefix("--flaky-status", flakyStatus, default: 503) { text in
+            guard let s = Int(text), FlakyTokenRule.reasons[s] != nil else { throw SimCommandError("--flaky-status must be 429, 500 or 503, not \"\(text)\"") }
+            return s
+        }
+        return SimulatorTokenRules(
+            unregisteredPrefixes: try prefixes("--unregistered-prefix", unregistered),
+            expiredTokenPrefixes: try prefixes("--expired-token-prefix", expired),
+            badTokenPrefixes: try prefixes("--bad-token-prefix", bad),
+            notForTopicPrefixes: try prefixes("--not-for-topic-prefix", notForTopic),
+            flaky: flakyPrefixes.indices.map { FlakyTokenRule(prefix: flakyPrefixes[$0], failures: counts[$0], status: statuses[$0]) })
+    }
+}
+
+struct SimFaultOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Probability (0-1) that a valid request gets 429 TooManyRequests.", valueName: "p")) var p429 = "0"
+    @Option(help: ArgumentHelp("Probability of 500 InternalServerError.", valueName: "p")) var p500 = "0"
+    @Option(help: ArgumentHelp("Probability of 503 ServiceUnavailable.", valueName: "p")) var p503 = "0"
+    @Option(help: ArgumentHelp("Seed of the random faults and jitter: a token's faults depend only on the seed and the token.", valueName: "n"))
+    var seed = "0"
+    @Option(name: .customLong("latency-ms"), help: ArgumentHelp("Delay every answer by this many milliseconds.", valueName: "ms")) var latencyMs = "0"
+    @Option(name: .customLong("latency-jitter-ms"), help: ArgumentHelp("Plus a random 0 to this many milliseconds.", valueName: "ms")) var latencyJitterMs = "0"
+    @Option(name: .customLong("goaway-after"), help: ArgumentHelp("After answering N requests a connection sends GOAWAY with {\"reason\":…} as debug data and closes when its open streams are answered.", valueName: "n"))
+    var goawayAfter: String?
+    @Option(name: .customLong("goaway-reason"), help: ArgumentHelp("The reason in the GOAWAY debug data.", valueName: "reason")) var goawayReason = "Shutdown"
+    @Option(name: .customLong("close-after"), help: ArgumentHelp("The Nth request on each connection cuts the TCP connection (RST, no GOAWAY).", valueName: "n"))
+    var closeAfter: String?
+    @Option(name: .customLong("close-mode"), help: ArgumentHelp("before: cut before processing that request (not delivered); after: process it, then cut before answering (delivered, answer lost).", valueName: "before|after"))
+    var closeMode = "after"
+    @Option(name: .customLong("max-concurrent-streams"), help: ArgumentHelp("SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated (provider-token connections start at 1, like Apple).", valueName: "n"))
+    var maxConcurrentStreams = "1000"
+
+    func faults() throws -> SimulatorFaults {
+        var f = SimulatorFaults()
+        f.p429 = try SimFlag.probability("--p429", p429)
+        f.p500 = try SimFlag.probability("--p500", p500)
+        f.p503 = try SimFlag.probability("--p503", p503)
+        if f.p429 + f.p500 + f.p503 > 1 { throw SimCommandError("--p429 + --p500 + --p503 must not exceed 1") }
+        guard let s = UInt64(seed) else { throw SimCommandError("--seed must be a whole number ≥ 0, not \"\(seed)\"") }
+        f.seed = s
+        f.latencyMs = try SimFlag.int("--latency-ms", latencyMs, range: 0...600_000)
+        f.latencyJitterMs = try SimFlag.int("--latency-jitter-ms", latencyJitterMs, range: 0...600_000)
+        f.goawayAfter = try goawayAfter.map { try SimFlag.int("--goaway-after", $0, range: 1...Int(Int32.max)) }
+        f.goawayReason = APNsReason(goawayReason)
+        f.closeAfter = try closeAfter.map { try SimFlag.int("--close-after", $0, range: 1...Int(Int32.max)) }
+        guard let mode = SimulatorFaults.CloseMode(rawValue: closeMode) else {
+            throw SimCommandError("--close-mode must be before or after, not \"\(closeMode)\"")
+        }
+        f.closeMode = mode
+        return f
+    }
+}
+
+/// Reading flag values, with messages that name the flag.
+enum SimFlag {
+    static func int(_ flag: String, _ text: String, range: ClosedRange<Int>) throws -> Int {
+        guard let v = Int(text), range.contains(v) else {
+            throw SimCommandError("\(flag) must be a whole number from \(range.lowerBound) to \(range.upperBound), not \"\(text)\"")
+        }
+        return v
+    }
+
+    static func probability(_ flag: String, _ text: String) throws -> Double {
+        guard let v = Double(text), v.isFinite, v >= 0, v <= 1 else {
+            throw SimCommandError("\(flag) must be a probability from 0 to 1, not \"\(text)\"")
+        }
+        return v
+    }
+
+    static func readFile(_ flag: String, _ path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "permission denied or not a regular file" : "no such file"
+            throw SimCommandError("cannot read \(flag) file \(path): \(why)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+struct SimCommandError: Error, CustomStringConvertible {
     let description: String
-    init(_ d: String) { description = d }
+    init(_ description: String) { self.description = description }
 }
