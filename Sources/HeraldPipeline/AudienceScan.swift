@@ -61,7 +61,7 @@ public struct AudienceScan {
                                                  compressed: reader.isCompressed, format: reader.detectedFormat)
             var untilProgress = progressEvery
             while let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) {
-                switch event {
+                switch consume event {   // not a copy: a record is a dozen references to retain
                 case .invalid(let row):
                     result.countInvalid(row)
                     counts.invalid += 1
