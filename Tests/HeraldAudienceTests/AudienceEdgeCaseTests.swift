@@ -156,4 +156,14 @@ import HeraldCore
             #expect(events[20 + k].invalid?.detail.hasPrefix("unescaped control character byte 0x1") == true, "offset \(k)")
         }
     }
+
+    @Test func ndjsonKeyGivenTwiceKeepsTheLaterValue() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("dup.ndjson", #"{"token":"\#(token("ab"))","name":"first","user":{"a":1},"name":"second","user":{"b":2}}"# + "\n")
+        let record = try #require(try readAll(file).first?.record)
+        #expect(record.fields["name"] == .string("second"))
+        #expect(record.fields["user"] == .json(#"{"b":2}"#))
+        #expect(record.fields["user.b"] == .number("2"))
+        #expect(record.fields["user.a"] == .number("1"), "paths of the earlier object stay readable, as before")
+    }
 }
