@@ -42,6 +42,7 @@ push:
         figures["runs"].append(run)
         print(f"e2e {rows:,} rows, {connections} connection(s) x {streams} streams: {sent:,} sent in {elapsed:.2f} s "
               f"= {run['recipients_per_second']:,.0f} recipients/s (read, render, SQLite checkpoints, TLS+HTTP/2 to the simulator, reports)")
+    subprocess.run([sys.executable, os.path.join(here, "audience_bench.py"), herald], check=True)   # reading: bench-out/audience.json
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figures.json"), "w") as f:
         json.dump(figures, f, indent=2)
