@@ -1,50 +1,5 @@
 internal import HeraldCore
 
-/// The job's field mapping as the row parsers need it: which field holds the token, and which
-/// ones the record carries by name (`id_field`, `registered_at_field`).
-struct FieldMapping {
-    let token: String
-    let id: String?
-    let locale: String?
-    let registeredAt: String?
-
-    init(_ spec: AudienceSpec) {
-        token = spec.tokenField
-        id = spec.idField
-        locale = spec.localeField
-        registeredAt = spec.registeredAtField
-    }
-
-    /// Fields other than the token that a CSV header must have, with the job key naming each:
-    /// a typo in `id_field` must stop the run, not empty a report column.
-    var namedColumns: [(key: String, column: String)] {
-        [("audience.id_field", id), ("audience.locale_field", locale), ("audience.registered_at_field", registeredAt)]
-            .compactMap { key, column in column.map { (key, $0) } }
-    }
-
-    /// The values a record carries by name, when the parser already has them (CSV reads them
-    /// by column, without a lookup by name).
-    struct Carried {
-        var recipientId: String?
-        var registeredAt: FieldValue?
-    }
-
-    func record(_ location: RowLocation, _ token: DeviceToken, _ fields: RecordFields, _ carried: Carried?) -> AudienceEvent {
-        let carried = carried ?? Carried(recipientId: id.flatMap { Self.value(fields[$0])?.text },
-                                         registeredAt: registeredAt.flatMap { Self.value(fields[$0]) })
-        return .record(AudienceRecord(location: location, token: token, fields: fields,
-                                      recipientId: carried.recipientId, registeredAt: carried.registeredAt))
-    }
-
-    /// Null and the empty string are "no value" (CSV cannot tell an empty field from a missing one).
-    static func value(_ field: FieldValue?) -> FieldValue? {
-        switch field {
-        case nil, .null, .string(""): return nil
-        case let value?: return value
-        }
-    }
-}
-
 /// The token rules every row goes through, CSV or NDJSON: absent or empty → missing_token,
 /// not a token → invalid_token with `DeviceToken.Problem`'s message.
 enum TokenCheck {
@@ -72,7 +27,10 @@ enum TokenCheck {
     static func event(fields: RecordFields, location: RowLocation, mapping: FieldMapping) -> AudienceEvent {
         switch fields[mapping.token] {
         case .string(var raw), .number(var raw):
-            let result = raw.withUTF8 { Self.token($0) }
+            // The String the lookup made is the token's when it is already canonical.
+            let result = raw.withUTF8 { isCanonical($0) }
+                ? .success(DeviceToken(trustedCanonical: raw))
+                : raw.withUTF8 { DeviceToken.normalize(utf8: $0) }
             return event(result, fields: fields, location: location, mapping: mapping)
         case nil, .null:
             return .invalid(InvalidRow(location: location, reason: .missingToken, field: mapping.token, detail: "no value for \"\(mapping.token)\""))
