@@ -46,6 +46,7 @@ push:
               f"= {run['recipients_per_second']:,.0f} recipients/s (read, render, SQLite checkpoints, TLS+HTTP/2 to the simulator, reports)")
     figures["state"] = state_bench(os.path.join(os.path.dirname(herald), "herald-bench"))
     figures["resume"] = resume_bench(herald, here, work, int(os.environ.get("RESUME_ROWS", "1000000")))
+    subprocess.run([sys.executable, os.path.join(here, "audience_bench.py"), herald], check=True)   # reading: bench-out/audience.json
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figures.json"), "w") as f:
         json.dump(figures, f, indent=2)

@@ -6,13 +6,12 @@ internal import HeraldCore
 struct CSVRows {
     let fileName: String
     private var scanner: CSVRowScanner
-    /// Header names in column order, and each name's column: `mapValues` over this dictionary
-    /// gives every row its fields without hashing a key (its hash table layout is reused).
-    private(set) var columns: [String] = []
-    private var columnIndex: [String: Int] = [:]
+    /// Header names in column order, shared by every row's `RecordFields`.
+    private var header = CSVHeader(columns: [])
     private var tokenColumn = 0
-    /// This row's values by column, reused across rows.
-    private var values: [FieldValue] = []
+    /// Columns of `id_field` and `registered_at_field`, read straight from the row's bytes.
+    private var idColumn: Int?
+    private var registeredAtColumn: Int?
     /// Physical line (1-based) where the next record starts.
     private(set) var line = 1
 
@@ -59,6 +58,7 @@ struct CSVRows {
         }
         guard let headerLength else { throw .emptyFile(file: fileName) }
         var names: [String] = []
+        var columnIndex: [String: Int] = [:]
         for index in 0..<scanner.fieldCount {
             guard let name = scanner.withField(index, in: window.current, { UTF8Text.string($0) }) else {
                 throw .badHeader(file: fileName, line: line, detail: "header column \(index + 1) is not valid UTF-8")
@@ -75,9 +75,10 @@ struct CSVRows {
         for (key, column) in mapping.namedColumns where columnIndex[column] == nil {
             throw .missingColumn(file: fileName, line: line, column: column, key: key, columns: names)
         }
-        columns = names
+        header = CSVHeader(columns: names)
         tokenColumn = token
-        values = Array(repeating: .null, count: names.count)
+        idColumn = mapping.id.flatMap { columnIndex[$0] }
+        registeredAtColumn = mapping.registeredAt.flatMap { columnIndex[$0] }
         consume(headerLength, window)
     }
 
@@ -95,23 +96,37 @@ struct CSVRows {
         return nil
     }
 
+    /// Checks every value's UTF-8 while copying the row's values into one `RecordFields`
+    /// allocation; Strings are made only for the token here, and for other fields when read.
     private mutating func rowEvent(_ location: RowLocation, _ p: UnsafePointer<UInt8>, mapping: FieldMapping) -> AudienceEvent {
-        guard scanner.fieldCount == columns.count else {
+        let count = header.columns.count
+        guard scanner.fieldCount == count else {
             return .invalid(InvalidRow(location: location, reason: .wrongFieldCount, field: "",
-                                       detail: "expected \(columns.count) fields, found \(scanner.fieldCount)"))
+                                       detail: "expected \(count) fields, found \(scanner.fieldCount)"))
         }
-        var token = ""
-        for index in 0..<columns.count {
-            guard let value = scanner.withField(index, in: p, { UTF8Text.string($0) }) else {
-                let detail = scanner.withField(index, in: p) { UTF8Text.problem($0) }
-                return .invalid(InvalidRow(location: location, reason: .badUTF8, field: columns[index], detail: detail))
+        var badColumn: Int?
+        let fields = header.makeRow(capacity: scanner.rawLength) { writer in
+            for index in 0..<count {
+                scanner.withField(index, in: p) { bytes in
+                    if badColumn == nil, !UTF8Text.isValid(bytes) { badColumn = index }
+                    writer.append(bytes)
+                }
             }
-            if index == tokenColumn { token = value }
-            values[index] = .string(value)
         }
-        let values = self.values
-        let fields = columnIndex.mapValues { values[$0] }
-        return TokenCheck.event(raw: token, fields: fields, location: location, mapping: mapping)
+        if let badColumn {
+            let detail = scanner.withField(badColumn, in: p) { UTF8Text.problem($0) }
+            return .invalid(InvalidRow(location: location, reason: .badUTF8, field: header.columns[badColumn], detail: detail))
+        }
+        let token = scanner.withField(tokenColumn, in: p) { TokenCheck.token($0) }
+        var carried = FieldMapping.Carried()
+        if let idColumn { carried.recipientId = scanner.withField(idColumn, in: p) { Self.text($0) } }
+        if let registeredAtColumn { carried.registeredAt = scanner.withField(registeredAtColumn, in: p) { Self.text($0) }.map(FieldValue.string) }
+        return TokenCheck.event(token, fields: fields, location: location, mapping: mapping, carried: carried)
+    }
+
+    /// A validated value as a String; nil when empty ("no value").
+    private static func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -1,22 +1,26 @@
-/// JSON strings: the common case (no escapes) becomes a String straight from the line's bytes;
-/// escapes are decoded into the reused scratch buffer first.
+/// JSON strings: the common case (no escapes) is a range of the line's bytes; escapes are
+/// decoded into the reused scratch buffer. Either way the text is checked to be UTF-8.
 extension JSONCursor {
-    /// At the opening quote. Returns the unescaped text when `build`, else nil (still validated:
-    /// a string inside an array ends up in a `.json` field, so it must be valid UTF-8 too).
-    mutating func string(errorField: String, build: Bool) throws(Failure) -> String? {
+    /// Where a string's unescaped bytes are: `p[start..<start+count]`, or all of `scratch`.
+    struct Text {
+        let start: Int
+        let count: Int
+        let inScratch: Bool
+    }
+
+    /// At the opening quote. Validates the text (a string inside an array ends up in a `.json`
+    /// field, so it must be valid UTF-8 too); `errorPath` names the field if it is not.
+    mutating func string(errorPath: Range<Int>?) throws(Failure) -> Text {
         let open = i
         i += 1
         let start = i
-        while i < n {
-            let b = p[i]
-            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { break }
-            i += 1
-        }
+        i = Self.plainEnd(p, from: i, count: n)
         guard i < n else { throw fail("string is never closed", at: open) }
         if p[i] == UInt8(ascii: "\"") {
             let bytes = UnsafeBufferPointer(start: p + start, count: i - start)
             i += 1
-            return try text(bytes, errorField: errorField, build: build)
+            try check(bytes, errorPath: errorPath)
+            return Text(start: start, count: bytes.count, inScratch: false)
         }
         scratch.removeAll(keepingCapacity: true)
         scratch.append(contentsOf: UnsafeBufferPointer(start: p + start, count: i - start))
@@ -29,18 +33,38 @@ extension JSONCursor {
             try escape()
         }
         let decoded = scratch
-        return try decoded.withUnsafeBufferPointer { (bytes) throws(Failure) -> String? in
-            try text(bytes, errorField: errorField, build: build)
-        }
+        try decoded.withUnsafeBufferPointer { (bytes) throws(Failure) in try check(bytes, errorPath: errorPath) }
+        return Text(start: 0, count: decoded.count, inScratch: true)
     }
 
-    private func text(_ bytes: UnsafeBufferPointer<UInt8>, errorField: String, build: Bool) throws(Failure) -> String? {
-        if build {
-            guard let s = UTF8Text.string(bytes) else { throw .badUTF8(field: errorField, detail: UTF8Text.problem(bytes)) }
-            return s
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// The first quote, backslash or control byte at or after `start` (or `count`), 8 bytes at
+    /// a time: string values are most of a line (tokens alone are 64 bytes).
+    @inline(__always)
+    private static func plainEnd(_ p: UnsafePointer<UInt8>, from start: Int, count: Int) -> Int {
+        var i = start
+        let raw = UnsafeRawPointer(p)
+        while i + 8 <= count {
+            let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+            // "Has a zero byte" on word XOR '"' and word XOR '\', and "has a byte below 0x20"
+            // (bytes ≥ 0x80 are never flagged); the lowest flag is exact.
+            let quote = word ^ (ones &* 0x22), backslash = word ^ (ones &* 0x5C)
+            let hits = ((quote &- ones) & ~quote | (backslash &- ones) & ~backslash | (word &- ones &* 0x20) & ~word) & highs
+            if hits != 0 { return i + hits.trailingZeroBitCount >> 3 }
+            i += 8
         }
-        if UTF8Text.firstInvalidOffset(bytes) != nil { throw .badUTF8(field: errorField, detail: UTF8Text.problem(bytes)) }
-        return nil
+        while i < count {
+            let b = p[i]
+            if b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") || b < 0x20 { return i }
+            i += 1
+        }
+        return i
+    }
+
+    private func check(_ bytes: UnsafeBufferPointer<UInt8>, errorPath: Range<Int>?) throws(Failure) {
+        if !UTF8Text.isValid(bytes) { throw .badUTF8(field: fieldName(errorPath), detail: UTF8Text.problem(bytes)) }
     }
 
     /// At a backslash: appends the escaped character's UTF-8 to `scratch`.

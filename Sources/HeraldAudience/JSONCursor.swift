@@ -2,6 +2,10 @@ internal import HeraldCore
 
 /// The recursive-descent state for one NDJSON line: position, scratch, and the fields found.
 /// Separate from `JSONLineParser` so the hot loop works on a local struct, not through `self`.
+///
+/// Fields go into a `JSONRowBuilder` as bytes: a dotted path is written once as bytes
+/// (`user.first_name`), never built as a String, and ranges of the builder stand for paths;
+/// a path becomes a String only for an error message.
 struct JSONCursor {
     typealias Failure = JSONLineParser.Failure
 
@@ -9,16 +13,18 @@ struct JSONCursor {
     let n: Int
     var i = 0
     var scratch: [UInt8]
-    var fields: [String: FieldValue]
+    var row: JSONRowBuilder
 
-    init(p: UnsafePointer<UInt8>, n: Int, scratch: [UInt8], capacity: Int) {
-        self.p = p; self.n = n; self.scratch = scratch
-        fields = Dictionary(minimumCapacity: capacity)
+    init(p: UnsafePointer<UInt8>, n: Int, scratch: [UInt8], row: JSONRowBuilder) {
+        self.p = p; self.n = n; self.scratch = scratch; self.row = row
     }
 
     func fail(_ what: String, at column: Int? = nil) -> Failure {
         .syntax("\(what) at column \((column ?? i) + 1)")
     }
+
+    /// The field a problem belongs to, for the operator ("" at the top level).
+    func fieldName(_ path: Range<Int>?) -> String { path.map { row.text($0) } ?? "" }
 
     static func show(_ b: UInt8) -> String {
         b >= 0x20 && b < 0x7F ? "'\(Character(Unicode.Scalar(b)))'" : "byte 0x\(String(b, radix: 16))"
@@ -33,9 +39,9 @@ struct JSONCursor {
         }
     }
 
-    /// At `{`. With `store`, members go into `fields` under `prefix.key`; without (inside an
-    /// array), they are only checked.
-    mutating func object(prefix: String?, errorField: String, depth: Int, store: Bool) throws(Failure) {
+    /// At `{`. With `store`, members are recorded under `prefix.key`; without (inside an
+    /// array), they are only checked. `errorPath` names the field for UTF-8 problems in keys.
+    mutating func object(prefix: Range<Int>?, errorPath: Range<Int>?, depth: Int, store: Bool) throws(Failure) {
         guard depth <= JSONLineParser.maximumDepth else { throw fail("nesting deeper than \(JSONLineParser.maximumDepth) levels") }
         i += 1
         skipSpace()
@@ -43,17 +49,18 @@ struct JSONCursor {
         while true {
             guard i < n else { throw fail("line ends inside an object") }
             guard p[i] == UInt8(ascii: "\"") else { throw fail("expected a quoted key, found \(Self.show(p[i]))") }
-            let key = try string(errorField: errorField, build: store)
+            let key = try string(errorPath: errorPath)
+            var path: Range<Int>?
+            if store {
+                path = key.inScratch
+                    ? scratch.withUnsafeBufferPointer { row.appendPath(prefix: prefix, key: $0) }
+                    : row.appendPath(prefix: prefix, key: UnsafeBufferPointer(start: p + key.start, count: key.count))
+            }
             skipSpace()
             guard i < n, p[i] == UInt8(ascii: ":") else { throw fail("expected ':' after a key") }
             i += 1
             skipSpace()
-            if store, let key {
-                let path = prefix.map { "\($0).\(key)" } ?? key
-                try value(path: path, errorField: path, depth: depth)
-            } else {
-                try value(path: nil, errorField: errorField, depth: depth)
-            }
+            try value(path: path, errorPath: path ?? errorPath, depth: depth)
             skipSpace()
             guard i < n else { throw fail("line ends inside an object") }
             if p[i] == UInt8(ascii: ",") { i += 1; skipSpace(); continue }
@@ -62,13 +69,13 @@ struct JSONCursor {
         }
     }
 
-    mutating func array(errorField: String, depth: Int) throws(Failure) {
+    mutating func array(errorPath: Range<Int>?, depth: Int) throws(Failure) {
         guard depth <= JSONLineParser.maximumDepth else { throw fail("nesting deeper than \(JSONLineParser.maximumDepth) levels") }
         i += 1
         skipSpace()
         if i < n && p[i] == UInt8(ascii: "]") { i += 1; return }
         while true {
-            try value(path: nil, errorField: errorField, depth: depth)
+            try value(path: nil, errorPath: errorPath, depth: depth)
             skipSpace()
             guard i < n else { throw fail("line ends inside an array") }
             if p[i] == UInt8(ascii: ",") { i += 1; skipSpace(); continue }
@@ -77,35 +84,48 @@ struct JSONCursor {
         }
     }
 
-    /// One value; stored under `path` unless it is nil (array elements).
-    mutating func value(path: String?, errorField: String, depth: Int) throws(Failure) {
+    /// One value; recorded under `path` unless it is nil (array elements).
+    mutating func value(path: Range<Int>?, errorPath: Range<Int>?, depth: Int) throws(Failure) {
         guard i < n else { throw fail("expected a value, line ends") }
         let start = i
-        let stored: FieldValue
+        let kind: JSONRowBuilder.Kind
+        var valueStart = row.position
         switch p[i] {
         case UInt8(ascii: "\""):
-            let s = try string(errorField: errorField, build: path != nil)
-            guard let path, let s else { return }
-            fields[path] = .string(s)
+            let text = try string(errorPath: errorPath)
+            guard let path else { return }
+            valueStart = row.position
+            if text.inScratch {
+                scratch.withUnsafeBufferPointer { row.append($0) }
+            } else {
+                row.append(UnsafeBufferPointer(start: p + text.start, count: text.count))
+            }
+            row.add(path: path, kind: .string, value: valueStart..<row.position)
             return
         case UInt8(ascii: "{"):
-            try object(prefix: path, errorField: errorField, depth: depth + 1, store: path != nil)
+            try object(prefix: path, errorPath: errorPath, depth: depth + 1, store: path != nil)
             guard path != nil else { return }
-            stored = .json(compactText(from: start))
+            valueStart = row.position
+            appendCompactText(from: start)
+            kind = .json
         case UInt8(ascii: "["):
-            try array(errorField: errorField, depth: depth + 1)
+            try array(errorPath: errorPath, depth: depth + 1)
             guard path != nil else { return }
-            stored = .json(compactText(from: start))
-        case UInt8(ascii: "t"): try literal("true"); stored = .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); stored = .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); stored = .null
+            valueStart = row.position
+            appendCompactText(from: start)
+            kind = .json
+        case UInt8(ascii: "t"): try literal("true"); kind = .true
+        case UInt8(ascii: "f"): try literal("false"); kind = .false
+        case UInt8(ascii: "n"): try literal("null"); kind = .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             try number()
-            stored = .number(String(decoding: UnsafeBufferPointer(start: p + start, count: i - start), as: UTF8.self))
+            guard path != nil else { return }
+            row.append(UnsafeBufferPointer(start: p + start, count: i - start))
+            kind = .number
         default:
             throw fail("expected a value, found \(Self.show(p[i]))")
         }
-        if let path { fields[path] = stored }
+        if let path { row.add(path: path, kind: kind, value: valueStart..<row.position) }
     }
 
     private mutating func literal(_ word: StaticString) throws(Failure) {
@@ -145,26 +165,26 @@ struct JSONCursor {
         }
     }
 
-    /// The value's source text from `start` to the cursor, minus insignificant whitespace.
-    /// Escapes are kept as written: the text is valid JSON either way.
-    private func compactText(from start: Int) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(i - start)
+    /// Appends the value's source text from `start` to the cursor, minus insignificant
+    /// whitespace, in runs (exports write `", "` and `": "` between members). Escapes are kept
+    /// as written: the text is valid JSON either way.
+    private mutating func appendCompactText(from start: Int) {
         var inString = false
+        var runStart = start
         var k = start
         while k < i {
             let b = p[k]
             if inString {
-                out.append(b)
-                if b == UInt8(ascii: "\\") { out.append(p[k + 1]); k += 2; continue }
+                if b == UInt8(ascii: "\\") { k += 2; continue }
                 if b == UInt8(ascii: "\"") { inString = false }
             } else if b == UInt8(ascii: "\"") {
-                out.append(b); inString = true
-            } else if b != 0x20 && b != 0x09 && b != 0x0D && b != 0x0A {
-                out.append(b)
+                inString = true
+            } else if b == 0x20 || b == 0x09 || b == 0x0D || b == 0x0A {
+                row.append(UnsafeBufferPointer(start: p + runStart, count: k - runStart))
+                runStart = k + 1
             }
             k += 1
         }
-        return String(decoding: out, as: UTF8.self)
+        row.append(UnsafeBufferPointer(start: p + runStart, count: i - runStart))
     }
 }

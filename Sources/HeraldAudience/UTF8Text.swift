@@ -15,6 +15,12 @@ enum UTF8Text {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// True when the bytes are valid UTF-8 (ASCII settled 8 bytes at a time).
+    @inline(__always)
+    static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        isASCII(bytes) || firstInvalidOffset(bytes) == nil
+    }
+
     @inline(__always)
     static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }

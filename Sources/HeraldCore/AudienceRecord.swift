@@ -35,17 +35,22 @@ public struct RowLocation: Sendable, Hashable, CustomStringConvertible {
 public struct AudienceRecord: Sendable {
     public let location: RowLocation
     public let token: DeviceToken
-    public let fields: [String: FieldValue]
+    public let fields: RecordFields
     /// The value of `audience.id_field` (the recipient's own id, copied to deliveries.csv);
     /// nil when the job names no id field or the row has no value for it.
     public let recipientId: String?
     /// The value of `audience.registered_at_field` as read (the suppression rules interpret it);
     /// nil when the job names no such field or the row has no value for it.
     public let registeredAt: FieldValue?
-    public init(location: RowLocation, token: DeviceToken, fields: [String: FieldValue],
+    public init(location: RowLocation, token: DeviceToken, fields: RecordFields,
                 recipientId: String? = nil, registeredAt: FieldValue? = nil) {
         self.location = location; self.token = token; self.fields = fields
         self.recipientId = recipientId; self.registeredAt = registeredAt
+    }
+
+    public init(location: RowLocation, token: DeviceToken, fields: [String: FieldValue],
+                recipientId: String? = nil, registeredAt: FieldValue? = nil) {
+        self.init(location: location, token: token, fields: RecordFields(fields), recipientId: recipientId, registeredAt: registeredAt)
     }
 }
 

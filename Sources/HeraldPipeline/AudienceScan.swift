@@ -61,7 +61,7 @@ public struct AudienceScan {
                                                  compressed: reader.isCompressed, format: reader.detectedFormat)
             var untilProgress = progressEvery
             while let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) {
-                switch event {
+                switch consume event {   // not a copy: a record is a dozen references to retain
                 case .invalid(let row):
                     result.countInvalid(row)
                     counts.invalid += 1
@@ -81,7 +81,7 @@ public struct AudienceScan {
                 if untilProgress == 0 {
                     untilProgress = progressEvery
                     if shouldStop() {
-                        throw RunFailure(.incomplete, "stopped while reading the audience (\(result.rows) rows read); nothing was sent")
+                        throw RunFailure(.incomplete, "stopped while reading the audience (\(AudienceScanResult.grouped(result.rows)) rows read); nothing was sent")
                     }
                     progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore + reader.compressedBytesRead, totalBytes: totalBytes))
                 }
@@ -190,12 +190,23 @@ public struct AudienceScanResult: Sendable {
     /// One line for the operator: how many, out of how many, and the limit.
     public var invalidLimitMessage: String {
         let verdict = isOverInvalidLimit ? "too many invalid rows" : "invalid rows within the limit"
-        return "\(verdict): \(invalid) of \(rows) rows (audience.max_invalid_rows: \(limit) allows \(allowedInvalid))"
+        return "\(verdict): \(Self.grouped(invalid)) of \(Self.grouped(rows)) rows (audience.max_invalid_rows: \(limit) allows \(Self.grouped(allowedInvalid)))"
     }
 
     /// The prescan's verdict as the run's exit status: throws exit 5 when over the limit.
     public func checkInvalidLimit() throws(RunFailure) {
         if isOverInvalidLimit { throw RunFailure(.tooManyInvalid, invalidLimitMessage + "; nothing was sent") }
+    }
+
+    /// 1234567 → "1,234,567", as the rest of herald's output writes counts.
+    static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return n < 0 ? "-" + out : out
     }
 
     mutating func countInvalid(_ row: InvalidRow) {

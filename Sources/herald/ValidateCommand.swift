@@ -9,8 +9,9 @@ struct ValidateCommand: ParsableCommand {
         commandName: "validate",
         abstract: "Read the whole audience of a job without sending: rows, valid, duplicates, invalid rows by reason.",
         discussion: """
-            Every row is parsed, its token normalized and its payload rendered as `herald run` would, so the
-            counts are the ones the run will find. Nothing is sent and no state or report is written.
+            Every row is parsed, its token normalized and its payload rendered as `herald run` would, \
+            so the counts are the ones the run will find. Nothing is sent and no state or report is written.
+
             Exit 0: invalid rows within audience.max_invalid_rows; 5: over it; 2: bad job or audience file.
             """
     )
@@ -66,8 +67,8 @@ enum ValidateReport {
             lines.append("file      \(f.name): \(n(f.rows)) rows, \(n(f.bytes)) bytes, \(f.compressed ? "gzip" : "plain") \(f.format.rawValue)")
         }
         if !r.firstInvalid.isEmpty {
-            lines.append("first invalid rows:")
-            for row in r.firstInvalid {
+            lines.append(r.invalid > 5 ? "first 5 of \(n(r.invalid)) invalid rows:" : "invalid rows:")
+            for row in r.firstInvalid.prefix(5) {
                 let field = row.field.isEmpty ? "" : " (\(row.field))"
                 lines.append("  \(row.location): \(row.reason.rawValue)\(field): \(row.detail)")
             }

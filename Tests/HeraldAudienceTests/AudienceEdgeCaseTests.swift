@@ -132,4 +132,38 @@ import HeraldCore
         #expect(seen.first! < reader.fileSize)
         #expect(reader.compressedBytesRead == reader.fileSize)
     }
+
+    /// The string scanner looks at 8 bytes at a time: an escape, a closing quote or a control
+    /// character must be found at every offset from a word boundary, and bytes ≥ 0x80 next to them.
+    @Test func ndjsonStringEndsAtEveryOffset() throws {
+        let fx = try AudienceFixture()
+        var lines: [String] = []
+        for k in 0..<20 {
+            let pad = String(repeating: k % 2 == 0 ? "x" : "é", count: k)
+            lines.append(#"{"token":"\#(token("ab"))","a":"\#(pad)\"q","b":"\#(pad)","c":"\#(pad)\\"}"#)
+        }
+        for k in 0..<20 {
+            lines.append("{\"token\":\"\(token("ab"))\",\"a\":\"\(String(repeating: "y", count: k))\u{01}z\"}")
+        }
+        let events = try readAll(try fx.write("offsets.ndjson", lines.joined(separator: "\n") + "\n"))
+        for k in 0..<20 {
+            let pad = String(repeating: k % 2 == 0 ? "x" : "é", count: k)
+            let fields = try #require(events[k].record?.fields)
+            #expect(fields["a"] == .string(pad + "\"q"), "offset \(k)")
+            #expect(fields["b"] == .string(pad), "offset \(k)")
+            #expect(fields["c"] == .string(pad + "\\"), "offset \(k)")
+            #expect(events[20 + k].invalid?.reason == .malformedJSON, "offset \(k)")
+            #expect(events[20 + k].invalid?.detail.hasPrefix("unescaped control character byte 0x1") == true, "offset \(k)")
+        }
+    }
+
+    @Test func ndjsonKeyGivenTwiceKeepsTheLaterValue() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("dup.ndjson", #"{"token":"\#(token("ab"))","name":"first","user":{"a":1},"name":"second","user":{"b":2}}"# + "\n")
+        let record = try #require(try readAll(file).first?.record)
+        #expect(record.fields["name"] == .string("second"))
+        #expect(record.fields["user"] == .json(#"{"b":2}"#))
+        #expect(record.fields["user.b"] == .number("2"))
+        #expect(record.fields["user.a"] == .number("1"), "paths of the earlier object stay readable, as before")
+    }
 }

@@ -153,6 +153,6 @@ import Testing
             try scan.run(progressEvery: 5_000, shouldStop: { asked += 1; return asked == 2 })
         }
         #expect(failure.status == .incomplete)
-        #expect(failure.message == "stopped while reading the audience (10000 rows read); nothing was sent")
+        #expect(failure.message == "stopped while reading the audience (10,000 rows read); nothing was sent")
     }
 }

@@ -1,0 +1,46 @@
+internal import HeraldCore
+
+/// The job's field mapping as the row parsers need it: which field holds the token, and which
+/// ones the record carries by name (`id_field`, `registered_at_field`).
+struct FieldMapping {
+    let token: String
+    let id: String?
+    let locale: String?
+    let registeredAt: String?
+
+    init(_ spec: AudienceSpec) {
+        token = spec.tokenField
+        id = spec.idField
+        locale = spec.localeField
+        registeredAt = spec.registeredAtField
+    }
+
+    /// Fields other than the token that a CSV header must have, with the job key naming each:
+    /// a typo in `id_field` must stop the run, not empty a report column.
+    var namedColumns: [(key: String, column: String)] {
+        [("audience.id_field", id), ("audience.locale_field", locale), ("audience.registered_at_field", registeredAt)]
+            .compactMap { key, column in column.map { (key, $0) } }
+    }
+
+    /// The values a record carries by name, when the parser already has them (CSV reads them
+    /// by column, without a lookup by name).
+    struct Carried {
+        var recipientId: String?
+        var registeredAt: FieldValue?
+    }
+
+    func record(_ location: RowLocation, _ token: DeviceToken, _ fields: RecordFields, _ carried: Carried?) -> AudienceEvent {
+        let carried = carried ?? Carried(recipientId: id.flatMap { Self.value(fields[$0])?.text },
+                                         registeredAt: registeredAt.flatMap { Self.value(fields[$0]) })
+        return .record(AudienceRecord(location: location, token: token, fields: fields,
+                                      recipientId: carried.recipientId, registeredAt: carried.registeredAt))
+    }
+
+    /// Null and the empty string are "no value" (CSV cannot tell an empty field from a missing one).
+    static func value(_ field: FieldValue?) -> FieldValue? {
+        switch field {
+        case nil, .null, .string(""): return nil
+        case let value?: return value
+        }
+    }
+}

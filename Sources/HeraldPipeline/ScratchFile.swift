@@ -1,0 +1,71 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why the scratch file failed (disk full, temporary directory not writable).
+struct ScratchFileError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A temporary file that is unlinked as soon as it is created: only its descriptor keeps it,
+/// so it is gone when this object or the process is.
+final class ScratchFile {
+    private let fd: Int32
+    private var size = 0
+    let directory: String
+
+    init(directory: String) throws(ScratchFileError) {
+        self.directory = directory
+        var template = Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast()) + Array("herald-distinct-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        guard fd >= 0 else { throw Self.error("cannot create a temporary file in \(directory)") }
+        unlink(template)
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// Appends keys; returns where they are.
+    func append(_ keys: [DistinctTokenCounter.Key]) throws(ScratchFileError) -> Run {
+        let run = Run(offset: size, count: keys.count)
+        let failed = keys.withUnsafeBytes { bytes -> Bool in
+            var done = 0
+            while done < bytes.count {
+                let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(size + done))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return true }
+                done += n
+            }
+            return false
+        }
+        if failed { throw Self.error("cannot write a temporary file in \(directory)") }
+        size += keys.count * MemoryLayout<DistinctTokenCounter.Key>.stride
+        return run
+    }
+
+    /// Replaces `buffer`'s contents with `count` keys read from byte `offset`.
+    func read(count: Int, at offset: Int, into buffer: inout [DistinctTokenCounter.Key]) throws(ScratchFileError) {
+        buffer.removeAll(keepingCapacity: true)
+        buffer.append(contentsOf: repeatElement(DistinctTokenCounter.Key(high: 0, low: 0), count: count))
+        let failed = buffer.withUnsafeMutableBytes { bytes -> Bool in
+            var done = 0
+            while done < bytes.count {
+                let n = pread(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return true }
+                done += n
+            }
+            return false
+        }
+        if failed { throw Self.error("cannot read back a temporary file in \(directory)") }
+    }
+
+    private static func error(_ what: String) -> ScratchFileError {
+        let code = errno
+        return ScratchFileError(description: "counting duplicate tokens: \(what): \(String(cString: strerror(code))) (errno \(code))")
+    }
+}
