@@ -75,9 +75,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
                 }
             }
-            if headers.endStream { requestEnded(id, context: context) }
+            if headers.endStream, let stream = streams.removeValue(forKey: id) { requestEnded(id, stream, context: context) }
         case .data(let payload):
-            guard var stream = streams[id] else { return }
+            // Taken out of the dictionary while it grows, so its body is not copied on write.
+            guard var stream = streams.removeValue(forKey: id) else { return }
             var consumed = 0
             if case .byteBuffer(let buffer) = payload.data {
                 consumed = buffer.readableBytes
@@ -87,8 +88,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             }
             consumed += payload.paddingBytes.map { $0 + 1 } ?? 0
             acknowledge(consumed, on: id, stream: &stream, ended: payload.endStream, context: context)
-            streams[id] = stream
-            if payload.endStream { requestEnded(id, context: context) }
+            if payload.endStream { requestEnded(id, stream, context: context) } else { streams[id] = stream }
         case .rstStream:
             streams.removeValue(forKey: id)
         default:
@@ -146,8 +146,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
     // MARK: answering
 
-    private func requestEnded(_ id: HTTP2StreamID, context: ChannelHandlerContext) {
-        guard let stream = streams.removeValue(forKey: id) else { return }
+    private func requestEnded(_ id: HTTP2StreamID, _ stream: PendingStream, context: ChannelHandlerContext) {
         requests += 1
         let number = requests
         let request = SimulatorRequest(method: stream.method, path: stream.path, headers: stream.fields,

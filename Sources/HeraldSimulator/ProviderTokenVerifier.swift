@@ -33,8 +33,6 @@ public struct ProviderTokenVerifier: Sendable {
     public let keyId: String
     public let teamId: String
     public let publicKey: P256.Signing.PublicKey
-    /// Apple: an `iat` more than one hour old gives 403 `ExpiredProviderToken`.
-    public static let maximumAge = 3600
 
     public init(keyId: String, teamId: String, publicKeyPEM: String) throws(SimulatorError) {
         self.keyId = keyId

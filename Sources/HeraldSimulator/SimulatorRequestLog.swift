@@ -119,7 +119,7 @@ public final class SimulatorRequestLog: Sendable {
         self.state = Mutex(initial)
     }
 
-    deinit { state.withLock { if $0.fd >= 0 { _ = Glibc.close($0.fd) } } }
+    deinit { state.withLock { if $0.fd >= 0 { closeDescriptor($0.fd) } } }
 
     /// Requests received so far.
     public var count: Int { state.withLock { $0.stats.requests } }
@@ -172,7 +172,7 @@ public final class SimulatorRequestLog: Sendable {
     /// Closes the NDJSON file; later entries are counted (and kept in memory) only.
     public func close() {
         state.withLock { state in
-            if state.fd >= 0 { _ = Glibc.close(state.fd) }
+            if state.fd >= 0 { closeDescriptor(state.fd) }
             state.fd = -1
         }
     }
@@ -192,3 +192,6 @@ public final class SimulatorRequestLog: Sendable {
         }
     }
 }
+
+/// close(2), out of reach of `SimulatorRequestLog.close()`'s name.
+private func closeDescriptor(_ fd: Int32) { _ = close(fd) }

@@ -35,6 +35,8 @@ struct SimCommand: ParsableCommand {
     func run() throws {
         do {
             let config = try makeConfiguration()
+            // Before the `listening on` line: a script may signal as soon as it reads it.
+            let stopSignal = StopSignal()
             let sim = try APNsSimulator.start(config)
             if let caOut = listen.caOut {
                 let fd = open(caOut, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
@@ -46,7 +48,7 @@ struct SimCommand: ParsableCommand {
             }
             let shownHost = listen.host.contains(":") ? "[\(listen.host)]" : listen.host
             FileHandle.standardOutput.write(Data("listening on https://\(shownHost):\(sim.port)\n".utf8))
-            Self.waitForSignal()
+            stopSignal.wait()
             try sim.shutdown(writingStatsLine: true)
             let counts = sim.requestLog.statusCounts().sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
             FileHandle.standardOutput.write(Data("stopped after \(sim.requestLog.count) requests (\(counts))\n".utf8))
@@ -54,22 +56,6 @@ struct SimCommand: ParsableCommand {
             FileHandle.standardError.write(Data("herald: error: \(error)\n".utf8))
             throw ExitCode(2)
         }
-    }
-
-    /// Blocks until SIGINT or SIGTERM. The signals are ignored first so the default action (death
-    /// without a stats line) cannot win the race with the dispatch source.
-    static func waitForSignal() {
-        let done = DispatchSemaphore(value: 0)
-        var sources: [any DispatchSourceSignal] = []
-        for sig in [SIGINT, SIGTERM] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { done.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        done.wait()
-        sources.forEach { $0.cancel() }
     }
 
     func makeConfiguration() throws -> SimulatorConfiguration {
@@ -94,7 +80,7 @@ struct SimCommand: ParsableCommand {
 
 struct SimListenOptions: ParsableArguments {
     @Option(help: "Address to bind.") var host = "127.0.0.1"
-    @Option(help: "Port to bind; 0 picks a free one (the `listening on` line shows it).") var port = "8443"
+    @Option(parsing: .unconditional, help: "Port to bind; 0 picks a free one (the `listening on` line shows it).") var port = "8443"
     @Option(help: ArgumentHelp("Server certificate (PEM, leaf first). Without --cert/--key a CA and a certificate for localhost, 127.0.0.1, ::1 and --host are generated.", valueName: "server.pem"))
     var cert: String?
     @Option(help: ArgumentHelp("Server private key (PEM), with --cert.", valueName: "server.key")) var key: String?
@@ -102,7 +88,7 @@ struct SimListenOptions: ParsableArguments {
     var caOut: String?
     @Option(help: ArgumentHelp("Append one NDJSON line per request (connection, stream, token, apns-* headers, JWT kid/iss/iat, body, answer) to this file, flushed per line, and a stats line at exit.", valueName: "requests.ndjson"))
     var log: String?
-    @Option(help: "Event-loop threads; 0 means one per core.") var threads = "0"
+    @Option(parsing: .unconditional, help: "Event-loop threads; 0 means one per core.") var threads = "0"
 }
 
 struct SimAuthOptions: ParsableArguments {
@@ -116,9 +102,9 @@ struct SimAuthOptions: ParsableArguments {
     var clientCA: String?
     @Option(name: .customLong("bundle-id"), help: "apns-topic must be this bundle id plus the push type's suffix (another app's topic: TopicDisallowed; wrong suffix: BadTopic).")
     var bundleId: String?
-    @Option(name: .customLong("jwt-max-age"), help: ArgumentHelp("Provider tokens whose iat is older than this many seconds get 403 ExpiredProviderToken.", valueName: "seconds"))
+    @Option(name: .customLong("jwt-max-age"), parsing: .unconditional, help: ArgumentHelp("Provider tokens whose iat is older than this many seconds get 403 ExpiredProviderToken.", valueName: "seconds"))
     var jwtMaxAge = "3600"
-    @Option(name: .customLong("token-update-interval"), help: ArgumentHelp("A connection that changes its provider token sooner than this many seconds after the last change gets 429 TooManyProviderTokenUpdates.", valueName: "seconds"))
+    @Option(name: .customLong("token-update-interval"), parsing: .unconditional, help: ArgumentHelp("A connection that changes its provider token sooner than this many seconds after the last change gets 429 TooManyProviderTokenUpdates.", valueName: "seconds"))
     var tokenUpdateInterval = "1200"
 
     func authentication() throws -> SimulatorAuthentication {
@@ -153,9 +139,9 @@ struct SimTokenRuleOptions: ParsableArguments {
     var notForTopic: [String] = []
     @Option(name: .customLong("flaky-prefix"), help: ArgumentHelp("Fail --flaky-count times with --flaky-status, then succeed (per token).", valueName: "hex"))
     var flaky: [String] = []
-    @Option(name: .customLong("flaky-count"), help: ArgumentHelp("Failures before success: once for every --flaky-prefix, or once per prefix in order (default 2).", valueName: "n"))
+    @Option(name: .customLong("flaky-count"), parsing: .unconditionalSingleValue, help: ArgumentHelp("Failures before success: once for every --flaky-prefix, or once per prefix in order (default 2).", valueName: "n"))
     var flakyCount: [String] = []
-    @Option(name: .customLong("flaky-status"), help: ArgumentHelp("429, 500 or 503: once for every --flaky-prefix, or once per prefix in order (default 503).", valueName: "status"))
+    @Option(name: .customLong("flaky-status"), parsing: .unconditionalSingleValue, help: ArgumentHelp("429, 500 or 503: once for every --flaky-prefix, or once per prefix in order (default 503).", valueName: "status"))
     var flakyStatus: [String] = []
 
     func tokenRules() throws -> SimulatorTokenRules {
@@ -192,21 +178,21 @@ struct SimTokenRuleOptions: ParsableArguments {
 }
 
 struct SimFaultOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Probability (0-1) that a valid request gets 429 TooManyRequests.", valueName: "p")) var p429 = "0"
-    @Option(help: ArgumentHelp("Probability of 500 InternalServerError.", valueName: "p")) var p500 = "0"
-    @Option(help: ArgumentHelp("Probability of 503 ServiceUnavailable.", valueName: "p")) var p503 = "0"
-    @Option(help: ArgumentHelp("Seed of the random faults and jitter: a token's faults depend only on the seed and the token.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Probability (0-1) that a valid request gets 429 TooManyRequests.", valueName: "p")) var p429 = "0"
+    @Option(parsing: .unconditional, help: ArgumentHelp("Probability of 500 InternalServerError.", valueName: "p")) var p500 = "0"
+    @Option(parsing: .unconditional, help: ArgumentHelp("Probability of 503 ServiceUnavailable.", valueName: "p")) var p503 = "0"
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seed of the random faults and jitter: a token's faults depend only on the seed and the token.", valueName: "n"))
     var seed = "0"
-    @Option(name: .customLong("latency-ms"), help: ArgumentHelp("Delay every answer by this many milliseconds.", valueName: "ms")) var latencyMs = "0"
-    @Option(name: .customLong("latency-jitter-ms"), help: ArgumentHelp("Plus a random 0 to this many milliseconds.", valueName: "ms")) var latencyJitterMs = "0"
-    @Option(name: .customLong("goaway-after"), help: ArgumentHelp("After answering N requests a connection sends GOAWAY with {\"reason\":…} as debug data and closes when its open streams are answered.", valueName: "n"))
+    @Option(name: .customLong("latency-ms"), parsing: .unconditional, help: ArgumentHelp("Delay every answer by this many milliseconds.", valueName: "ms")) var latencyMs = "0"
+    @Option(name: .customLong("latency-jitter-ms"), parsing: .unconditional, help: ArgumentHelp("Plus a random 0 to this many milliseconds.", valueName: "ms")) var latencyJitterMs = "0"
+    @Option(name: .customLong("goaway-after"), parsing: .unconditional, help: ArgumentHelp("After answering N requests a connection sends GOAWAY with {\"reason\":…} as debug data and closes when its open streams are answered.", valueName: "n"))
     var goawayAfter: String?
     @Option(name: .customLong("goaway-reason"), help: ArgumentHelp("The reason in the GOAWAY debug data.", valueName: "reason")) var goawayReason = "Shutdown"
-    @Option(name: .customLong("close-after"), help: ArgumentHelp("The Nth request on each connection cuts the TCP connection (RST, no GOAWAY).", valueName: "n"))
+    @Option(name: .customLong("close-after"), parsing: .unconditional, help: ArgumentHelp("The Nth request on each connection cuts the TCP connection (RST, no GOAWAY).", valueName: "n"))
     var closeAfter: String?
     @Option(name: .customLong("close-mode"), help: ArgumentHelp("before: cut before processing that request (not delivered); after: process it, then cut before answering (delivered, answer lost).", valueName: "before|after"))
     var closeMode = "after"
-    @Option(name: .customLong("max-concurrent-streams"), help: ArgumentHelp("SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated (provider-token connections start at 1, like Apple).", valueName: "n"))
+    @Option(name: .customLong("max-concurrent-streams"), parsing: .unconditional, help: ArgumentHelp("SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated (provider-token connections start at 1, like Apple).", valueName: "n"))
     var maxConcurrentStreams = "1000"
 
     func faults() throws -> SimulatorFaults {
@@ -227,6 +213,29 @@ struct SimFaultOptions: ParsableArguments {
         }
         f.closeMode = mode
         return f
+    }
+}
+
+/// SIGINT and SIGTERM, caught from creation on. The signals are ignored first so the default
+/// action (death without a stats line) cannot win the race with the dispatch sources; a signal
+/// that arrives before `wait()` is kept by the semaphore.
+final class StopSignal {
+    private let done = DispatchSemaphore(value: 0)
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        for sig in [SIGINT, SIGTERM] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler { [done] in done.signal() }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func wait() {
+        done.wait()
+        sources.forEach { $0.cancel() }
     }
 }
 

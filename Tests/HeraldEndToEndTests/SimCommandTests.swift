@@ -1,0 +1,174 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+/// `herald sim` as scripts drive it: flags, the `listening on` line, signals, the request log's
+/// stats line, one-line errors with exit 2, and `herald run` rehearsing against it.
+@Suite(.serialized) struct SimCommandTests {
+    let dir = TemporaryDirectory("e2e-simcmd")
+
+    static func token(_ i: Int, prefix: String = "") -> String { prefix + String(format: "%0\(64 - prefix.count)x", i) }
+
+    func run(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+
+    func start(_ extra: [String], key: TestKey) throws -> (BackgroundProcess, URL) {
+        let pub = try dir.write("sim/pub.pem", key.publicKeyPEM)
+        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
+            "sim", "--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub,
+            "--bundle-id", "com.example.app", "--ca-out", dir.file("sim/ca.pem"), "--log", dir.file("sim/requests.ndjson"),
+        ] + extra)
+        let line = try sim.waitForLine(prefix: "listening on ")
+        let url = try #require(URL(string: String(line.dropFirst("listening on ".count))))
+        return (sim, url)
+    }
+
+    func logLines() throws -> [[String: Any]] {
+        try String(contentsOfFile: dir.file("sim/requests.ndjson"), encoding: .utf8).split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+    }
+
+    @Test func helpDocumentsEveryFlag() throws {
+        let r = try run(["sim", "--help"])
+        #expect(r.status == 0)
+        let flags = ["--host", "--port", "--cert", "--key", "--ca-out", "--team-id", "--key-id", "--auth-key", "--auth-public-key",
+                     "--bundle-id", "--client-ca", "--log", "--unregistered-prefix", "--expired-token-prefix", "--bad-token-prefix",
+                     "--not-for-topic-prefix", "--flaky-prefix", "--flaky-count", "--flaky-status", "--jwt-max-age", "--p429", "--p500",
+                     "--p503", "--seed", "--latency-ms", "--latency-jitter-ms", "--goaway-after", "--close-after", "--close-mode",
+                     "--max-concurrent-streams", "--token-update-interval"]
+        for flag in flags {
+            // The flag's own line carries its help text (or the next line does, for long names).
+            let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let i = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces).hasPrefix(flag + " ") }, "\(flag) is listed")
+            let text = lines[i].split(separator: ">", maxSplits: 1).dropFirst().joined() + (i + 1 < lines.count ? lines[i + 1] : "")
+            #expect(text.trimmingCharacters(in: .whitespaces).count > 10, "\(flag) has help text")
+        }
+    }
+
+    @Test(arguments: [SIGINT, SIGTERM])
+    func stopsCleanlyOnSignalWithAStatsLine(signal: Int32) throws {
+        let key = TestKey()
+        let (sim, url) = try start([], key: key)
+        #expect(url.scheme == "https" && url.host == "127.0.0.1" && (url.port ?? 0) > 0)
+        kill(sim.process.processIdentifier, signal)
+        sim.process.waitUntilExit()
+        #expect(sim.process.terminationReason == .exit && sim.process.terminationStatus == 0)
+        let lines = try logLines()
+        #expect(lines.count == 1)
+        let stats = try #require(lines.last?["stats"] as? [String: Any])
+        #expect(stats["requests"] as? Int == 0 && stats["connections"] as? Int == 0)
+    }
+
+    /// Token rules from flags, rehearsed by `herald run --endpoint --ca-file`: the reports show
+    /// Apple's reasons, the flaky token recovers on the runner's retry, and the request log ends
+    /// with stats that add up.
+    @Test func flagsDriveTheTokenRulesOfARehearsal() throws {
+        let key = TestKey()
+        let (sim, url) = try start(["--unregistered-prefix", "dead", "--expired-token-prefix", "e0", "--not-for-topic-prefix", "f0",
+                                    "--bad-token-prefix", "badd", "--flaky-prefix", "f1", "--flaky-count", "1", "--flaky-status", "500"], key: key)
+        defer { _ = sim.stop() }
+        var rows = ["token"]
+        for i in 1...5 { rows.append(Self.token(i)) }
+        for p in ["dead", "e0", "f0", "badd", "f1"] { rows.append(Self.token(1, prefix: p)) }
+        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
+        let job = try dir.write("jobs/job.yaml", """
+            campaign: sim-flags
+            audience: { files: [../data/a.csv] }
+            apns:
+              endpoint: production
+              topic: com.example.app
+              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
+            push:
+              template: { aps: { alert: "hello" } }
+            retry: { max_attempts: 3 }
+            """)
+        let r = try run(["run", job, "--endpoint", url.absoluteString, "--ca-file", dir.file("sim/ca.pem")])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let deliveries = try String(contentsOfFile: dir.file("reports/sim-flags/deliveries.csv"), encoding: .utf8).split(separator: "\n")
+        func row(_ token: String) -> String { deliveries.first { $0.contains(token) }.map(String.init) ?? "" }
+        #expect(row(Self.token(1, prefix: "dead")).contains(",410,Unregistered,"))
+        #expect(row(Self.token(1, prefix: "e0")).contains(",410,ExpiredToken,"))
+        #expect(row(Self.token(1, prefix: "f0")).contains(",400,DeviceTokenNotForTopic,"))
+        #expect(row(Self.token(1, prefix: "badd")).contains(",400,BadDeviceToken,"))
+        #expect(row(Self.token(1, prefix: "f1")).contains(",sent,200,"), "the flaky token recovered: \(row(Self.token(1, prefix: "f1")))")
+        for i in 1...5 { #expect(row(Self.token(i)).contains(",sent,200,")) }
+
+        #expect(sim.stop() == 0)
+        let lines = try logLines()
+        let stats = try #require(lines.last?["stats"] as? [String: Any])
+        #expect(stats["requests"] as? Int == lines.count - 1, "one line per request, then the stats")
+        #expect((stats["by_fault"] as? [String: Int])?["flaky"] == 1)
+        #expect((stats["by_reason"] as? [String: Int])?["InternalServerError"] == 1)
+        #expect(lines.dropLast().allSatisfy { ($0["headers"] as? [String: String])?["apns-topic"] == "com.example.app" })
+    }
+
+    @Test func badConfigurationIsOneLineAndExitTwo() throws {
+        let pub = try dir.write("pub.pem", TestKey().publicKeyPEM)
+        let auth = ["--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub]
+        let holder = try BackgroundProcess(ProcessRunner.heraldBinary, ["sim"] + auth)
+        defer { _ = holder.stop() }
+        let taken = try #require(URL(string: String(try holder.waitForLine(prefix: "listening on ").dropFirst("listening on ".count)))?.port)
+        let cases: [([String], String)] = [
+            (["--cert", "/nonexistent/server.pem", "--key", "/nonexistent/server.key"], "cannot read TLS certificate file /nonexistent/server.pem: no such file"),
+            (["--cert", pub, "--key", pub], "unusable TLS certificate or key: \(pub)"),
+            (["--port", "\(taken)"], "cannot bind 127.0.0.1:\(taken): address in use"),
+            (["--port", "http"], "--port must be a whole number from 0 to 65535, not \"http\""),
+            (["--p503", "1.5"], "--p503 must be a probability from 0 to 1, not \"1.5\""),
+            (["--p429", "lots"], "--p429 must be a probability from 0 to 1, not \"lots\""),
+            (["--p429", "0.6", "--p500", "0.6"], "--p429 + --p500 + --p503 must not exceed 1"),
+            (["--seed", "-1"], "--seed must be a whole number"),
+            (["--close-after", "3", "--close-mode", "sideways"], "--close-mode must be before or after, not \"sideways\""),
+            (["--goaway-after", "0"], "--goaway-after must be a whole number from 1"),
+            (["--latency-ms", "-5"], "--latency-ms must be a whole number from 0"),
+            (["--flaky-prefix", "ab", "--flaky-status", "404"], "--flaky-status must be 429, 500 or 503, not \"404\""),
+            (["--flaky-prefix", "ab", "--flaky-count", "1", "--flaky-count", "2"], "--flaky-count is given 2 times for 1 --flaky-prefix"),
+            (["--flaky-count", "2"], "--flaky-count and --flaky-status need a --flaky-prefix"),
+            (["--unregistered-prefix", "xyz"], "--unregistered-prefix must be hex digits, not \"xyz\""),
+            (["--max-concurrent-streams", "0"], "--max-concurrent-streams must be a whole number from 1"),
+            (["--goaway-reason", "two words", "--goaway-after", "1"], "the GOAWAY reason must be one word"),
+            (["--client-ca", "/nonexistent/ca.pem"], "--client-ca (certificate authentication) excludes --team-id"),
+            (["--log", "/nonexistent/dir/requests.ndjson"], "cannot open request log /nonexistent/dir/requests.ndjson"),
+        ]
+        for (extra, message) in cases {
+            let r = try run(["sim"] + (extra.first == "--port" ? Array(auth.dropFirst(2)) : auth) + extra)
+            #expect(r.status == 2, "\(extra): \(r.stderr)")
+            #expect(r.stdout.isEmpty, "\(extra): nothing listened")
+            #expect(r.stderr.hasPrefix("herald: error: ") && r.stderr.contains(message), "\(extra): \(r.stderr)")
+            #expect(r.stderr.split(separator: "\n").count == 1, "\(extra): one line")
+        }
+        let noAuth = try run(["sim", "--port", "0"])
+        #expect(noAuth.status == 2 && noAuth.stderr == "herald: error: give --team-id and --key-id (or --client-ca for certificate authentication)\n")
+        let missingCA = try run(["sim", "--port", "0", "--client-ca", "/nonexistent/ca.pem"])
+        #expect(missingCA.status == 2 && missingCA.stderr.contains("cannot read client CA file /nonexistent/ca.pem: no such file"), "\(missingCA.stderr)")
+    }
+
+    /// The job's `apns.simulator` keys reach the in-process simulator of `endpoint: simulator`.
+    @Test func jobKeysDriveTheInProcessSimulator() throws {
+        var rows = ["token"]
+        for i in 1...4 { rows.append(Self.token(i)) }
+        for p in ["e0", "f0"] { rows.append(Self.token(1, prefix: p)) }
+        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
+        let job = try dir.write("jobs/job.yaml", """
+            campaign: sim-keys
+            audience: { files: [../data/a.csv] }
+            apns:
+              endpoint: simulator
+              topic: com.example.app
+              simulator:
+                expired_token_prefixes: [e0]
+                not_for_topic_prefixes: [f0]
+                latency_ms: 2
+                max_concurrent_streams: 4
+                log: ../out/requests.ndjson
+            push:
+              template: { aps: { alert: "hello" } }
+            """)
+        let r = try run(["run", job])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let deliveries = try String(contentsOfFile: dir.file("reports/sim-keys/deliveries.csv"), encoding: .utf8)
+        #expect(deliveries.contains(",410,ExpiredToken,") && deliveries.contains(",400,DeviceTokenNotForTopic,"))
+        #expect(deliveries.components(separatedBy: ",sent,200,").count - 1 == 4)
+        let log = try String(contentsOfFile: dir.file("out/requests.ndjson"), encoding: .utf8).split(separator: "\n")
+        #expect(log.count == 6 && !log.contains { $0.contains("\"stats\"") }, "herald run's log is one line per request")
+    }
+}
