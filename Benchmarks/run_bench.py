@@ -47,6 +47,10 @@ push:
     figures["state"] = state_bench(os.path.join(os.path.dirname(herald), "herald-bench"))
     figures["resume"] = resume_bench(herald, here, work, int(os.environ.get("RESUME_ROWS", "1000000")))
     subprocess.run([sys.executable, os.path.join(here, "audience_bench.py"), herald], check=True)   # reading: bench-out/audience.json
+    if shutil.which("h2load"):   # nghttp2-client: the simulator under a C load tool, bench-out/sim.json
+        subprocess.run([sys.executable, os.path.join(here, "sim_bench.py"), herald], check=True)
+    else:
+        print("sim bench skipped: h2load not installed (apt-get install nghttp2-client)")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figures.json"), "w") as f:
         json.dump(figures, f, indent=2)
