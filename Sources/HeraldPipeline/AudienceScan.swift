@@ -13,7 +13,7 @@ import HeraldPayload
 public struct AudienceScan {
     /// How much of a row's processing to do.
     public enum Depth: Sendable {
-        /// Parse, normalize tokens, render payloads, count distinct tokens: everything but sending.
+        /// Parse, normalize tokens, render payloads and headers, count distinct tokens: everything but sending.
         case full
         /// Inflate, parse and normalize tokens only; no rendering and no duplicate count
         /// (`distinct` stays 0). The reading benchmark measures this.
@@ -22,22 +22,18 @@ public struct AudienceScan {
 
     public let audience: AudienceSpec
     public let depth: Depth
-    private let renderer: PayloadRenderer?
+    private let renderer: RecipientRenderer?
 
-    /// A full scan with the run's own renderer (the prescan of `herald run`).
-    public init(audience: AudienceSpec, renderer: PayloadRenderer) {
-        self.audience = audience
-        self.renderer = renderer
-        depth = .full
-    }
-
-    /// A scan of a job's audience; compiles the job's templates for a full scan (a template
-    /// error is exit 2, as in `herald run`).
+    /// A scan of a job's audience; compiles the job's templates (payload and headers) for a full
+    /// scan (a template error is exit 2, as in `herald run`).
     public init(spec: JobSpec, depth: Depth = .full) throws(RunFailure) {
         audience = spec.audience
         self.depth = depth
         if depth == .full {
-            renderer = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
+            renderer = try CampaignRunner.wrap(.usage) { () throws(PayloadTemplateError) in
+                RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
+                                  localeField: spec.audience.localeField)
+            }
         } else {
             renderer = nil
         }
@@ -56,21 +52,21 @@ public struct AudienceScan {
         let totalBytes = Self.totalBytes(audience.files)
         var bytesBefore = 0
         for file in audience.files {
-            let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
+            let reader = try CampaignRunner.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
             var counts = AudienceScanResult.File(name: file.name, bytes: reader.fileSize,
                                                  compressed: reader.isCompressed, format: reader.detectedFormat)
             var untilProgress = progressEvery
-            while let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) {
+            while let event = try CampaignRunner.wrap(.usage, { () throws(AudienceError) in try reader.next() }) {
                 switch consume event {   // not a copy: a record is a dozen references to retain
                 case .invalid(let row):
                     result.countInvalid(row)
                     counts.invalid += 1
                 case .record(let record):
-                    if let row = render(record) {
+                    if case .invalid(let row)? = renderer?.render(record) {
                         result.countInvalid(row)
                         counts.invalid += 1
                     } else {
-                        if let tokens { try Self.wrap(.usage) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
+                        if let tokens { try CampaignRunner.wrap(.usage) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
                         result.valid += 1
                         counts.valid += 1
                     }
@@ -89,37 +85,16 @@ public struct AudienceScan {
             bytesBefore += reader.compressedBytesRead
             result.files.append(counts)
         }
-        if let tokens { result.distinct = try Self.wrap(.usage) { () throws(ScratchFileError) in try tokens.count() } }
+        if let tokens { result.distinct = try CampaignRunner.wrap(.usage) { () throws(ScratchFileError) in try tokens.count() } }
         result.seconds = Self.seconds(ContinuousClock.now - started)
         progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore, totalBytes: totalBytes))
         return result
-    }
-
-    /// The invalid row a record becomes when its payload cannot be rendered, as in the run's
-    /// ingest: `missing_field`, `bad_field_value`, `payload_too_large`.
-    private func render(_ record: AudienceRecord) -> InvalidRow? {
-        guard let renderer else { return nil }
-        let locale = audience.localeField.flatMap { record.fields[$0]?.text }
-        switch renderer.render(record, locale: locale) {
-        case .payload:
-            return nil
-        case .skip(let field):
-            return InvalidRow(location: record.location, reason: .missingField, field: field,
-                              detail: "field \(field) is missing; recipient skipped (missing_field: skip_recipient)")
-        case .failure(let reason, let field, let detail):
-            return InvalidRow(location: record.location, reason: reason, field: field, detail: detail)
-        }
     }
 
     private static func totalBytes(_ files: [AudienceFile]) -> Int {
         files.reduce(0) { sum, file in
             sum + (((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int) ?? 0)
         }
-    }
-
-    /// Runs a throwing step and turns its typed error into the run's exit status.
-    private static func wrap<T, E: Error>(_ status: ExitStatus, _ body: () throws(E) -> T) throws(RunFailure) -> T {
-        do { return try body() } catch { throw RunFailure(status, "\(error)") }
     }
 
     private static func seconds(_ d: Duration) -> Double {

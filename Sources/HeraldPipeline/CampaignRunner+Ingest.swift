@@ -4,16 +4,6 @@ import HeraldCore
 import HeraldPayload
 import HeraldState
 
-/// What turns an audience record into a recipient for one run.
-struct RecipientRenderers {
-    let payload: PayloadRenderer
-    let headers: HeaderRenderer
-    /// The apns-id name: the campaign for its first run, so `herald preview` shows the apns-id the
-    /// run will send; the campaign and the run id for a later run of the same name (`--new-run`),
-    /// a new notification with new ids.
-    let apnsIdSeed: String
-}
-
 extension CampaignRunner {
     static let ingestBatchRows = 2_000
 
@@ -21,7 +11,11 @@ extension CampaignRunner {
     /// its audience; a resumed one continues from its checkpoint if the files are unchanged, and
     /// reads them again as a new pass if they changed (identity is the token: a token already sent
     /// is never sent again; new recipients are added, vanished undecided ones are not sent).
-    func readAudience(state: RunState, run: RunInfo, renderer: RecipientRenderers) throws(RunFailure) {
+    ///
+    /// `apnsIdSeed` names the apns-ids: the campaign for its first run, so `herald preview` shows
+    /// the apns-id the run will send; the campaign and the run id for a later run of the same name
+    /// (`--new-run`), a new notification with new ids.
+    func readAudience(state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String) throws(RunFailure) {
         let current = try AudienceFingerprinter.fingerprints(of: spec.audience.files)
         var run = run
         let recorded = try Self.wrap(.usage) { () throws(StateError) in try state.audienceFiles() }
@@ -36,7 +30,7 @@ extension CampaignRunner {
             }
         }
         if !run.ingestComplete {
-            try ingest(into: state, run: run, renderer: renderer)
+            try ingest(into: state, run: run, renderer: renderer, apnsIdSeed: apnsIdSeed)
         }
     }
 
@@ -44,7 +38,7 @@ extension CampaignRunner {
     /// invalid rows in the state file, batch by batch with the checkpoint in the same transaction.
     /// Nothing is sent until the whole audience is read, so a truncated file or a broken header
     /// stops the run before the first push. A resumed ingest skips rows at or before the checkpoint.
-    func ingest(into state: RunState, run: RunInfo, renderer: RecipientRenderers) throws(RunFailure) {
+    func ingest(into state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String) throws(RunFailure) {
         var batch = IngestBatch()
         var total = 0
         let pass = run.audiencePass
@@ -62,7 +56,7 @@ extension CampaignRunner {
                 case .invalid(let r): line = r.location.line
                 }
                 if index == run.ingestedFile && line <= run.ingestedLine { continue }
-                accept(event, into: &batch, renderer: renderer)
+                accept(event, into: &batch, renderer: renderer, apnsIdSeed: apnsIdSeed)
                 batch.checkpointFile = index
                 batch.checkpointLine = line
                 total += 1
@@ -80,39 +74,21 @@ extension CampaignRunner {
         logger.info("audience read: \(total) rows this pass")
     }
 
-    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderers) {
+    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderer, apnsIdSeed: String) {
         batch.rows += 1
         switch event {
         case .invalid(let row):
             batch.invalid.append(row)
         case .record(let record):
-            let locale = spec.audience.localeField.flatMap { record.fields[$0]?.text }
-            let payload: [UInt8]
-            switch renderer.payload.render(record, locale: locale) {
-            case .payload(let bytes): payload = bytes
-            case .skip(let field): return batch.invalid.append(Self.skipped(record, field))
-            case .failure(let reason, let field, let detail):
-                return batch.invalid.append(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
+            switch renderer.render(record) {
+            case .invalid(let row):
+                batch.invalid.append(row)
+            case .recipient(let payload, let headers):
+                batch.recipients.append(IngestBatch.Recipient(
+                    token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
+                    apnsId: HeaderRenderer.apnsId(campaign: apnsIdSeed, token: record.token), headers: headers))
             }
-            var own: RecipientHeaders?
-            if renderer.headers.variesPerRecipient {
-                switch renderer.headers.render(record) {
-                case .headers(let h): own = RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration)
-                case .skip(let field): return batch.invalid.append(Self.skipped(record, field))
-                case .failure(let reason, let field, let detail):
-                    return batch.invalid.append(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
-                }
-            }
-            let rid = spec.audience.idField.flatMap { record.fields[$0]?.text } ?? ""
-            batch.recipients.append(IngestBatch.Recipient(
-                token: record.token, location: record.location, recipientId: rid, payload: payload,
-                apnsId: HeaderRenderer.apnsId(campaign: renderer.apnsIdSeed, token: record.token), headers: own))
         }
-    }
-
-    static func skipped(_ record: AudienceRecord, _ field: String) -> InvalidRow {
-        InvalidRow(location: record.location, reason: .missingField, field: field,
-                   detail: "field \(field) is missing; recipient skipped (missing_field: skip_recipient)")
     }
 
     private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false) throws(RunFailure) {

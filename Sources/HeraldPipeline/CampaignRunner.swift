@@ -106,9 +106,9 @@ public final class CampaignRunner {
                 try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
             }
             let firstOfItsName = try Self.wrap(.usage) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
-            let renderers = RecipientRenderers(payload: payloads, headers: headers,
-                                               apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
-            try readAudience(state: state, run: run, renderer: renderers)
+            let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField)
+            try readAudience(state: state, run: run, renderer: renderer,
+                             apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
             try checkInvalidRows(state: state)
             let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId)
             defer { target.shutdown() }

@@ -49,6 +49,24 @@ import Testing
         return try JobLoader.load(path: path)
     }
 
+    /// Header templates are rendered as in the run: a collapse id over 64 bytes for one row makes
+    /// that row invalid in the scan too, so `validate` counts what `run` will find.
+    @Test func headerTemplateErrorsCountAsInvalid() throws {
+        let long = String(repeating: "k", count: 80)
+        _ = try dir.write("data/h.csv", "token,key\n\(Self.token(1)),a\n\(Self.token(2)),\(long)\n\(Self.token(3)),b\n")
+        let path = try dir.write("jobs/headers.yaml", """
+            campaign: scan
+            audience: { files: [../data/h.csv], max_invalid_rows: 100% }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push:
+              template: { aps: { alert: "hi" } }
+              collapse_id: "c-{{key}}"
+            """)
+        let result = try AudienceScan(spec: try JobLoader.load(path: path)).run()
+        #expect(result.valid == 2 && result.invalid == 1)
+        #expect(result.invalidByReason == [.badFieldValue: 1])
+    }
+
     @Test func countsEveryKindOfRowOnce() throws {
         try writeAudience()
         let result = try AudienceScan(spec: try spec()).run()
