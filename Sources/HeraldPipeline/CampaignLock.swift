@@ -7,7 +7,7 @@ final class CampaignLock {
     let path: String
 
     init(statePath: String) throws(RunFailure) {
-        path = statePath + ".lock"
+        path = Self.path(statePath: statePath)
         let dir = (path as NSString).deletingLastPathComponent
         do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
             throw RunFailure(.usage, "cannot create the state directory \(dir): \(error.localizedDescription)")
@@ -24,6 +24,9 @@ final class CampaignLock {
     }
 
     deinit { flock(fd, LOCK_UN); close(fd) }
+
+    /// The side file the lock is taken on: `<state file>.lock`.
+    static func path(statePath: String) -> String { statePath + ".lock" }
 }
 
 extension CampaignLock {
@@ -32,7 +35,7 @@ extension CampaignLock {
     /// exit 75.
     static func holder(statePath: String) -> Int? {
         var st = stat()
-        guard stat(statePath + ".lock", &st) == 0,
+        guard stat(path(statePath: statePath), &st) == 0,
               let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
         let device = String(format: "%02x:%02x", (st.st_dev >> 8) & 0xfff, (st.st_dev & 0xff) | ((st.st_dev >> 12) & 0xfff00))
         let id = "\(device):\(st.st_ino)"

@@ -87,11 +87,6 @@ public final class StateStore: Sendable {
         }
     }
 
-    /// The last run, finished or not (for reports).
-    public func lastRun() throws(StateError) -> RunInfo? {
-        try read { db in try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1").map { RunInfo(row: $0, disposition: .resumed) } }
-    }
-
     /// Whether no earlier run has this resolved campaign name (a `--new-run` repeats a name).
     public func isFirstRun(named campaign: String, id: Int64) throws(StateError) -> Bool {
         try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM run WHERE campaign = ? AND id < ?", arguments: [campaign, id]) == 0 }
@@ -100,16 +95,6 @@ public final class StateStore: Sendable {
     /// Every run of the job, oldest first (for `herald status`).
     public func runs() throws(StateError) -> [RunInfo] {
         try read { db in try Row.fetchAll(db, sql: "SELECT * FROM run ORDER BY id").map { RunInfo(row: $0, disposition: .resumed) } }
-    }
-
-    /// The run as committed now (counters and checkpoint move as it goes).
-    public func reload(_ run: RunInfo) throws(StateError) -> RunInfo {
-        try read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [run.id]) else {
-                throw StateError(path: path, message: "run \(run.runId) is missing from the state file")
-            }
-            return RunInfo(row: row, disposition: run.disposition)
-        }
     }
 
     /// Per-run operations (recipients, checkpoints, counts).

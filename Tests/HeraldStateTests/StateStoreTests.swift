@@ -202,7 +202,7 @@ import Testing
             }
         }
         let s = try StateStore(path: path)
-        let run = try #require(try s.lastRun())
+        let run = try #require(try s.runs().last)
         #expect(run.campaign == "old" && run.audiencePass == 1)
         #expect(try s.run(run).statusCounts() == [.sent: 1])
         #expect(try s.run(run).invalidRowCount() == 1)
