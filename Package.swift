@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "HeraldAudience", dependencies: ["HeraldCore", "CZlib"]),
         .target(name: "HeraldPayload", dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "HeraldState", dependencies: [
-            "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"),
+            "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState"]),

@@ -5,7 +5,7 @@ import HeraldPayload
 import HeraldState
 
 extension CampaignRunner {
-    static let ingestBatchRows = 2_000
+    static let ingestBatchRows = 8_192
 
     /// Makes sure the run's recipients are all recorded before anything is sent. A new run reads
     /// its audience; a resumed one continues from its checkpoint if the files are unchanged, and

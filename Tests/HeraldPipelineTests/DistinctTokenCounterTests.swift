@@ -56,6 +56,6 @@ import Testing
         let error = try #require(throws: ScratchFileError.self) {
             for i in 0..<10 { try counter.insert(token(i)) }
         }
-        #expect(error.description == "counting duplicate tokens: cannot create a temporary file in /nonexistent-herald-dir: No such file or directory (errno 2)")
+        #expect(error.description == "sorting device tokens: cannot create a temporary file in /nonexistent-herald-dir: No such file or directory (errno 2)")
     }
 }

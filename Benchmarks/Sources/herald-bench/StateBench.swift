@@ -2,15 +2,15 @@ import Foundation
 import HeraldCore
 import HeraldState
 
-/// Dedup + checkpoint alone: audience batches (2,000 rows, 5 % duplicate tokens, a 120-byte
+/// Dedup + checkpoint alone: audience batches (8,192 rows, as `herald run` commits them; 5 % duplicate tokens, a 120-byte
 /// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests;
 /// then the send-side checkpoints (claim as inflight, record the answer) in windows of 500.
 /// Run once with synchronous=FULL (what herald uses) and once with NORMAL, to show what
 /// surviving a power loss costs.
 enum StateBench {
-    static func run(recipients: Int) {
+    static func run(recipients: Int, ingestOnly: Bool = false) {
         let batches = makeBatches(recipients)
-        for durability in [StateStore.Durability.full, .normal] {
+        for durability in ingestOnly ? [StateStore.Durability.full] : [.full, .normal] {
             let dir = NSTemporaryDirectory() + "herald-bench-state-\(getpid())"
             try? FileManager.default.removeItem(atPath: dir)
             defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -19,13 +19,18 @@ enum StateBench {
                 let info = try store.openRun(campaign: CampaignName("bench"))
                 let run = store.run(info)
                 var clock = ContinuousClock.now
+                let cpu0 = cpuSeconds()
                 for b in batches { try run.ingest(b) }
                 let appendSeconds = seconds(since: clock)
+                let appendCPU = cpuSeconds() - cpu0
                 try run.markIngestComplete()
                 let duplicates = try run.reload().duplicates
                 let ingestSeconds = seconds(since: clock)
+                let ingestCPU = cpuSeconds() - cpu0
                 clock = ContinuousClock.now
+                let cpu1 = cpuSeconds()
                 var sent = 0
+                if ingestOnly { print("{\"ingest_seconds\":\(fmt(ingestSeconds)),\"ingest_cpu_seconds\":\(fmt(ingestCPU)),\"append_cpu_seconds\":\(fmt(appendCPU))}"); continue }
                 while true {
                     let claimed = try run.claim(limit: 500)
                     if claimed.isEmpty { break }
@@ -33,10 +38,13 @@ enum StateBench {
                     sent += claimed.count
                 }
                 let sendSeconds = seconds(since: clock)
+                let sendCPU = cpuSeconds() - cpu1
                 let name = durability == .full ? "full" : "normal"
                 print("{\"bench\":\"state\",\"synchronous\":\"\(name)\",\"rows\":\(recipients),\"duplicates\":\(duplicates),"
                       + "\"append_seconds\":\(fmt(appendSeconds)),\"ingest_seconds\":\(fmt(ingestSeconds)),\"ingest_rows_per_second\":\(Int(Double(recipients) / ingestSeconds)),"
-                      + "\"send_checkpoint_seconds\":\(fmt(sendSeconds)),\"send_checkpoints_per_second\":\(Int(Double(sent) / sendSeconds))}")
+                      + "\"send_checkpoint_seconds\":\(fmt(sendSeconds)),\"send_checkpoints_per_second\":\(Int(Double(sent) / sendSeconds)),"
+                      + "\"append_cpu_seconds\":\(fmt(appendCPU)),\"ingest_cpu_seconds\":\(fmt(ingestCPU)),\"ingest_rows_per_cpu_second\":\(Int(Double(recipients) / ingestCPU)),"
+                      + "\"send_checkpoint_cpu_seconds\":\(fmt(sendCPU)),\"load_average\":\(fmt(loadAverage()))}")
             } catch {
                 FileHandle.standardError.write(Data("state bench: \(error)\n".utf8))
                 exit(1)
@@ -65,7 +73,7 @@ enum StateBench {
             batch.rows += 1
             batch.checkpointFile = 0
             batch.checkpointLine = i + 2
-            if batch.rows == 2_000 { out.append(batch); batch = IngestBatch() }
+            if batch.rows == 8_192 { out.append(batch); batch = IngestBatch() }
         }
         if !batch.isEmpty { out.append(batch) }
         return out
@@ -77,4 +85,17 @@ enum StateBench {
     }
 
     static func fmt(_ d: Double) -> String { String(format: "%.3f", d) }
+
+    /// User + system CPU time of this process: on a loaded machine the wall-clock figures are
+    /// noise, and the CPU figures say what the state stage itself costs.
+    static func cpuSeconds() -> Double {
+        var u = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+        return Double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + Double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6
+    }
+
+    static func loadAverage() -> Double {
+        var l = [Double](repeating: 0, count: 3)
+        return getloadavg(&l, 3) > 0 ? l[0] : -1
+    }
 }

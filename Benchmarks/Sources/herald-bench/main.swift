@@ -5,7 +5,7 @@ import Foundation
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "state":
-    StateBench.run(recipients: arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000)
+    StateBench.run(recipients: arguments.dropFirst().first.flatMap(Int.init) ?? 1_000_000, ingestOnly: arguments.dropFirst(2).first == "ingest")
 default:
     FileHandle.standardError.write(Data("usage: herald-bench state [recipients]\n".utf8))
     exit(2)

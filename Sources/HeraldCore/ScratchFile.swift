@@ -7,12 +7,14 @@ import Darwin
 #endif
 
 /// Why the scratch file failed (disk full, temporary directory not writable).
-struct ScratchFileError: Error, CustomStringConvertible {
-    let description: String
+public struct ScratchFileError: Error, CustomStringConvertible {
+    public let description: String
+    public init(description: String) { self.description = description }
 }
 
 /// A temporary file that is unlinked as soon as it is created: only its descriptor keeps it,
-/// so it is gone when this object or the process is.
+/// so it is gone when this object or the process is. Holds fixed-size plain values (sorted runs
+/// of an external sort).
 final class ScratchFile {
     private let fd: Int32
     private var size = 0
@@ -20,7 +22,7 @@ final class ScratchFile {
 
     init(directory: String) throws(ScratchFileError) {
         self.directory = directory
-        var template = Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast()) + Array("herald-distinct-XXXXXX".utf8CString)
+        var template = Array((directory.hasSuffix("/") ? directory : directory + "/").utf8CString.dropLast()) + Array("herald-sort-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { throw Self.error("cannot create a temporary file in \(directory)") }
         unlink(template)
@@ -29,9 +31,9 @@ final class ScratchFile {
 
     deinit { close(fd) }
 
-    /// Appends keys; returns where they are.
-    func append(_ keys: [DistinctTokenCounter.Key]) throws(ScratchFileError) -> Run {
-        let run = Run(offset: size, count: keys.count)
+    /// Appends values; returns where they are.
+    func append<T: BitwiseCopyable>(_ keys: [T]) throws(ScratchFileError) -> SortedRun {
+        let run = SortedRun(offset: size, count: keys.count)
         let failed = keys.withUnsafeBytes { bytes -> Bool in
             var done = 0
             while done < bytes.count {
@@ -43,14 +45,14 @@ final class ScratchFile {
             return false
         }
         if failed { throw Self.error("cannot write a temporary file in \(directory)") }
-        size += keys.count * MemoryLayout<DistinctTokenCounter.Key>.stride
+        size += keys.count * MemoryLayout<T>.stride
         return run
     }
 
-    /// Replaces `buffer`'s contents with `count` keys read from byte `offset`.
-    func read(count: Int, at offset: Int, into buffer: inout [DistinctTokenCounter.Key]) throws(ScratchFileError) {
+    /// Replaces `buffer`'s contents with `count` values read from byte `offset`.
+    func read<T: BitwiseCopyable>(count: Int, at offset: Int, into buffer: inout [T], filler: T) throws(ScratchFileError) {
         buffer.removeAll(keepingCapacity: true)
-        buffer.append(contentsOf: repeatElement(DistinctTokenCounter.Key(high: 0, low: 0), count: count))
+        buffer.append(contentsOf: repeatElement(filler, count: count))
         let failed = buffer.withUnsafeMutableBytes { bytes -> Bool in
             var done = 0
             while done < bytes.count {
@@ -66,6 +68,6 @@ final class ScratchFile {
 
     private static func error(_ what: String) -> ScratchFileError {
         let code = errno
-        return ScratchFileError(description: "counting duplicate tokens: \(what): \(String(cString: strerror(code))) (errno \(code))")
+        return ScratchFileError(description: "sorting device tokens: \(what): \(String(cString: strerror(code))) (errno \(code))")
     }
 }

@@ -1,0 +1,72 @@
+import GRDB
+import GRDBSQLite
+
+/// Binds and steps a GRDB-prepared statement through SQLite's C API, for the two loops that run
+/// once per audience row (appending staged rows, reading tokens back in sorted order).
+///
+/// Why not GRDB's `execute(arguments:)` there: it boxes every value into a `DatabaseValue` array
+/// (and each payload into `Data`), about 4.6 µs a row, which was most of the time of ingesting a
+/// million recipients. Binding straight into the prepared statement costs about 1 µs. Everything
+/// else in HeraldState goes through GRDB.
+struct RawStatement {
+    let statement: Statement
+    let db: Database
+    private var handle: OpaquePointer { statement.sqliteStatement }
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    init(_ db: Database, sql: String) throws {
+        self.db = db
+        self.statement = try db.makeStatement(sql: sql)
+    }
+
+    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
+    func bind(_ index: Int32, _ value: Int) { sqlite3_bind_int64(handle, index, Int64(value)) }
+    func bindNull(_ index: Int32) { sqlite3_bind_null(handle, index) }
+
+    func bind(_ index: Int32, _ value: String) {
+        var value = value
+        _ = value.withUTF8 { sqlite3_bind_text(handle, index, UnsafeRawPointer($0.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                                           Int32($0.count), Self.transient) }
+    }
+
+    func bind(_ index: Int32, _ value: String?) { if let value { bind(index, value) } else { bindNull(index) } }
+    func bind(_ index: Int32, _ value: Int?) { if let value { bind(index, value) } else { bindNull(index) } }
+
+    func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient) }
+    }
+
+    /// Runs an INSERT/UPDATE/DELETE with the current bindings and readies the statement for the next.
+    func execute() throws {
+        let rc = sqlite3_step(handle)
+        sqlite3_reset(handle)
+        guard rc == SQLITE_DONE else { throw error(rc) }
+    }
+
+    /// Steps a SELECT; `row` sees each row's columns until it returns.
+    func forEachRow(_ row: (RawRow) throws -> Void) throws {
+        defer { sqlite3_reset(handle) }
+        while true {
+            let rc = sqlite3_step(handle)
+            if rc == SQLITE_DONE { return }
+            guard rc == SQLITE_ROW else { throw error(rc) }
+            try row(RawRow(handle: handle))
+        }
+    }
+
+    private func error(_ rc: Int32) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: rc), message: String(cString: sqlite3_errmsg(db.sqliteConnection)), sql: statement.sql)
+    }
+}
+
+/// One row of a `RawStatement` SELECT, valid only inside the callback.
+struct RawRow {
+    let handle: OpaquePointer
+    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    /// The column's bytes (text or blob), without copying.
+    func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
+        // blob first, then bytes: SQLite's documented order, no conversion in between.
+        let base = sqlite3_column_blob(handle, column)
+        return UnsafeRawBufferPointer(start: base, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+}
