@@ -74,13 +74,14 @@ public struct RunState: Sendable {
     public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) {
         try write { db in
             let insert = try db.cachedStatement(sql: """
-                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
+                                          registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             for r in batch.recipients {
                 try insert.execute(arguments: [id, pass, r.token.hex, r.location.file, r.location.line, r.recipientId,
                                                Data(r.payload), r.apnsId, r.headers?.priority, r.headers?.collapseId,
-                                               r.headers?.expiration.storageText])
+                                               r.headers?.expiration.storageText, r.registeredAt])
             }
             let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
             for row in batch.invalid {
