@@ -42,14 +42,20 @@ struct ReportCommand: ParsableCommand {
     @Flag(help: "With --merge: gzip deliveries.csv and deliveries.ndjson, as `reports: {compress: true}` does.")
     var compress = false
 
+    /// Bad usage exits 2 like every other herald problem before doing anything.
     func validate() throws {
+        var problem: String?
         if merge {
-            guard !paths.isEmpty else { throw ValidationError("--merge needs the shards' reports directories") }
-            guard out != nil else { throw ValidationError("--merge needs --out <dir> for the merged reports") }
-            if state != nil || reports != nil || runId != nil { throw ValidationError("--state, --reports and --run do not apply to --merge") }
+            if paths.isEmpty { problem = "--merge needs the shards' reports directories" }
+            else if out == nil { problem = "--merge needs --out <dir> for the merged reports" }
+            else if state != nil || reports != nil || runId != nil { problem = "--state, --reports and --run do not apply to --merge" }
         } else {
-            guard paths.count == 1 else { throw ValidationError("expected one job file (or --merge with reports directories)") }
-            if out != nil || compress { throw ValidationError("--out and --compress apply to --merge only") }
+            if paths.count != 1 { problem = "expected one job file (or --merge with reports directories)" }
+            else if out != nil || compress { problem = "--out and --compress apply to --merge only" }
+        }
+        if let problem {
+            Output.error(problem)
+            throw ExitCode(ExitStatus.usage.rawValue)
         }
     }
 
