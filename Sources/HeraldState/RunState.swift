@@ -50,7 +50,7 @@ public struct RunState: Sendable {
         try write { db in
             try db.execute(sql: """
                 UPDATE run SET audience_pass = audience_pass + 1, ingest_complete = 0, ingested_file = -1, ingested_line = 0,
-                    rows = 0, duplicates = 0, new_recipients = 0, vanished_recipients = 0 WHERE id = ?
+                    rows = 0, duplicates = 0, new_recipients = 0, vanished_recipients = 0, suppression_checked = 0 WHERE id = ?
                 """, arguments: [id])
             try db.execute(sql: "DELETE FROM invalid_row WHERE run = ?", arguments: [id])
             try Self.pruneUnreferencedRows(run: id, db: db)
