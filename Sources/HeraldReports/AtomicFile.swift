@@ -30,6 +30,12 @@ final class AtomicFile {
         if buffer.count >= 1 << 16 { try flush() }
     }
 
+    /// Appends bytes straight into the write buffer (report rows, without a String per row).
+    func append(_ body: (inout [UInt8]) -> Void) throws(ReportError) {
+        body(&buffer)
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
     private func flush(finish: Bool = false) throws(ReportError) {
         if let deflater {
             try writeAll(try deflater.deflate(buffer, finish: finish, path: path))

@@ -47,10 +47,10 @@ final class DeliveryReportWriter {
     }
 
     func add(_ d: DeliveryRow) throws(ReportError) {
-        try deliveries.write(DeliveryFormat.csv(d))
-        try ndjson.write(DeliveryFormat.ndjson(d))
-        if DeliveryFigures.isUnregistered(d) { try unregistered.write(DeliveryFormat.unregistered(d)) }
-        if DeliveryFigures.isRejected(d) { try rejected.write(DeliveryFormat.rejected(d)) }
+        try deliveries.append { DeliveryFormat.csv(d, to: &$0) }
+        try ndjson.append { DeliveryFormat.ndjson(d, to: &$0) }
+        if DeliveryFigures.isUnregistered(d) { try unregistered.append { DeliveryFormat.unregistered(d, to: &$0) } }
+        if DeliveryFigures.isRejected(d) { try rejected.append { DeliveryFormat.rejected(d, to: &$0) } }
         figures.add(d)
     }
 
