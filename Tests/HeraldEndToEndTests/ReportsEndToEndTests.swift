@@ -130,6 +130,10 @@ import Testing
         two.append("fresh,\(Self.token(77)),1700000000000")
         try dir.write("data/two.csv", two.joined(separator: "\n") + "\n")
         let jobTwo = try job("two", audience: "../data/two.csv", extraAudience: "  registered_at_field: registered_at")
+        // `herald validate` refuses the same row the run will.
+        let check = try run(["validate", jobTwo, "--json"])
+        let checked = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any], "\(check.stdout)")
+        #expect((checked["invalid_by_reason"] as? [String: Int]) == ["bad_field_value": 1])
         let second = try run(["run", jobTwo])
         #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
         let sent = Set(try SimLog.read(dir.file("out/two.ndjson")).keys)
