@@ -36,7 +36,7 @@ let package = Package(
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL"]),
-        .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState"]),
+        .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -80,6 +80,7 @@ let package = Package(
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
         ]),
         .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
+        .testTarget(name: "HeraldReportsTests", dependencies: ["HeraldReports", "HeraldState", "HeraldCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -128,8 +128,9 @@ public final class APNsConnection {
             reason = body.reason.map { APNsReason($0) }
             timestamp = body.timestamp
         }
+        let uniqueId = e.buffers.pointee.apnsUniqueId.isEmpty ? nil : String(decoding: e.buffers.pointee.apnsUniqueId, as: UTF8.self)
         return PushResult(index: e.requestIndex, outcome: .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp),
-                          latencyMs: latency, httpVersion: version)
+                          latencyMs: latency, httpVersion: version, apnsUniqueId: uniqueId)
     }
 }
 

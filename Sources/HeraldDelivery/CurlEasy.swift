@@ -6,8 +6,12 @@ import Foundation
 struct TransferBuffers {
     var body: [UInt8] = []
     var apnsId: [UInt8] = []
+    /// `apns-unique-id` (development environment only), for delivery-log lookups in Apple's console.
+    var apnsUniqueId: [UInt8] = []
 
-    mutating func reset() { body.removeAll(keepingCapacity: true); apnsId.removeAll(keepingCapacity: true) }
+    mutating func reset() {
+        body.removeAll(keepingCapacity: true); apnsId.removeAll(keepingCapacity: true); apnsUniqueId.removeAll(keepingCapacity: true)
+    }
 }
 
 /// One reusable easy handle with its buffers and header list. Set up once; per request only the URL,
@@ -133,20 +137,28 @@ private let curlBodyCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int,
 private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { ptr, size, count, user in
     let n = size * count
     guard let ptr, let user else { return n }
-    let name: [UInt8] = Array("apns-id:".utf8)
-    guard n > name.count else { return n }
     ptr.withMemoryRebound(to: UInt8.self, capacity: n) { p in
-        for i in 0..<name.count {
-            var b = p[i]
-            if b >= 0x41 && b <= 0x5A { b += 32 }
-            if b != name[i] { return }
-        }
-        var start = name.count
-        var end = n
-        while start < end, p[start] == 0x20 || p[start] == 0x09 { start += 1 }
-        while end > start, p[end - 1] == 0x0D || p[end - 1] == 0x0A || p[end - 1] == 0x20 { end -= 1 }
         let buffers = user.assumingMemoryBound(to: TransferBuffers.self)
-        buffers.pointee.apnsId = Array(UnsafeBufferPointer(start: p + start, count: end - start))
+        if let value = headerValue(p, n, apnsIdName) { buffers.pointee.apnsId = value }
+        else if let value = headerValue(p, n, apnsUniqueIdName) { buffers.pointee.apnsUniqueId = value }
     }
     return n
+}
+
+private let apnsIdName: [UInt8] = Array("apns-id:".utf8)
+private let apnsUniqueIdName: [UInt8] = Array("apns-unique-id:".utf8)
+
+/// The value of header line `p[0..<n]` if its name (lower case, with the colon) is `name`.
+private func headerValue(_ p: UnsafeMutablePointer<UInt8>, _ n: Int, _ name: [UInt8]) -> [UInt8]? {
+    guard n > name.count else { return nil }
+    for i in 0..<name.count {
+        var b = p[i]
+        if b >= 0x41 && b <= 0x5A { b += 32 }
+        if b != name[i] { return nil }
+    }
+    var start = name.count
+    var end = n
+    while start < end, p[start] == 0x20 || p[start] == 0x09 { start += 1 }
+    while end > start, p[end - 1] == 0x0D || p[end - 1] == 0x0A || p[end - 1] == 0x20 { end -= 1 }
+    return Array(UnsafeBufferPointer(start: p + start, count: end - start))
 }

@@ -35,4 +35,6 @@ public struct PushResult: Sendable {
     public var latencyMs: Int
     /// The HTTP version libcurl negotiated (20 for HTTP/2), for tests and diagnostics.
     public var httpVersion: Int
+    /// The answer's `apns-unique-id` header (APNs sends it in development only).
+    public var apnsUniqueId: String? = nil
 }

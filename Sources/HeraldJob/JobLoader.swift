@@ -102,13 +102,11 @@ struct Context {
         var statePath = besideJobs.appendingPathComponent("state/\(campaign).sqlite").standardizedFileURL.path
         if let s = try top.string("state") { statePath = resolve(s) }
         var reports = ReportsSpec(dir: besideJobs.appendingPathComponent("reports").standardizedFileURL.path + "/{campaign}")
-        if let (n, l) = top.node("reports") {
+        if let (n, _) = top.node("reports") {
             if case .scalar(let s) = n { reports.dir = resolve(s.string) } else {
                 var m = try YAMLMapping(n, path: "reports", file: file)
                 if let d = try m.string("dir") { reports.dir = resolve(d) }
-                if try m.bool("compress") == true {
-                    throw JobError(file: file, line: l, "reports.compress: true is not supported yet")
-                }
+                reports.compress = try m.bool("compress") ?? false
                 try m.finish(known: ["dir", "compress"])
             }
         }

@@ -32,7 +32,7 @@ public struct AudienceScan {
         if depth == .full {
             renderer = try CampaignRunner.wrap(.usage) { () throws(PayloadTemplateError) in
                 RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
-                                  localeField: spec.audience.localeField)
+                                  localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField)
             }
         } else {
             renderer = nil

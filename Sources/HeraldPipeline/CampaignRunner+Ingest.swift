@@ -83,10 +83,11 @@ extension CampaignRunner {
             switch renderer.render(record) {
             case .invalid(let row):
                 batch.invalid.append(row)
-            case .recipient(let payload, let headers):
+            case .recipient(let payload, let headers, let registeredAt):
                 batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
-                    apnsId: HeaderRenderer.apnsId(campaign: apnsIdSeed, token: record.token), headers: headers))
+                    apnsId: HeaderRenderer.apnsId(campaign: apnsIdSeed, token: record.token), headers: headers,
+                    registeredAt: registeredAt))
             }
         }
     }

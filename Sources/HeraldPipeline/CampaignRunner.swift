@@ -28,6 +28,9 @@ public final class CampaignRunner {
     /// Set by SIGINT/SIGTERM: stop claiming, finish the batch in flight, record it, exit 4.
     let stopRequested = Atomic<Bool>(false)
     var signalSources: [DispatchSourceSignal] = []
+    /// This invocation's sending-stage counters: the send stage adds to them, and the run row keeps
+    /// their sum over invocations (`RunState.addCounters`) for summary.json.
+    var deliveryCounters = DeliveryCounters()
 
     public init(spec: JobSpec, logger: Logger, newRun: Bool = false) {
         self.spec = spec
@@ -87,7 +90,7 @@ public final class CampaignRunner {
         let state = store.run(run)
         let reportsDir = CampaignName.resolvePath(spec.reports.dir, campaign: run.campaign, startedAt: run.startDate)
         report.reportsDir = reportsDir
-        let writer = ReportWriter(directory: reportsDir)
+        let writer = ReportWriter(directory: reportsDir, compress: spec.reports.compress)
 
         if run.disposition == .finished {
             return finishedAlready(run, state: state, writer: writer, report: report)
@@ -99,24 +102,28 @@ public final class CampaignRunner {
             if newRun { logger.warning("--new-run: the last run (\(run.runId)) is unfinished and is resumed first; a new run starts once it has finished") }
         }
 
-        var sentThisRun = 0
         var outcome: (ExitStatus, String?) = (.finished, nil)
         do throws(RunFailure) {
             let headers = try Self.wrap(.usage) { () throws(PayloadTemplateError) in
                 try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
             }
             let firstOfItsName = try Self.wrap(.usage) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
-            let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField)
+            let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
+                                             registeredAtField: spec.audience.registeredAtField)
             try readAudience(state: state, run: run, renderer: renderer,
                              apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
             try checkInvalidRows(state: state)
+            try applySuppressionList(state: state, topic: headers.shared.topic)
             let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId)
             defer { target.shutdown() }
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
                 try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
             }
+            defer {
+                deliveryCounters.connectionsOpened += sender.connectionCount
+                deliveryCounters.jwtsSigned += sender.token?.signedCount ?? 0
+            }
             let result = try send(from: state, headers: headers, sender: sender)
-            sentThisRun = result.sent
             outcome = (result.status, result.message)
         } catch {
             outcome = (error.status, error.message)
@@ -130,10 +137,11 @@ public final class CampaignRunner {
                 outcome = (.incomplete, error.description)
             }
         }
-        let elapsed = Date().timeIntervalSince(started)
-        let extras = SummaryExtras(durationSeconds: elapsed, sendsPerSecond: elapsed > 0 ? Double(sentThisRun) / elapsed : nil,
-                                   exitCode: Int(outcome.0.rawValue))
+        recordInvalidatedTokens(state: state, run: run)
+        let extras = SummaryExtras(exitCode: Int(outcome.0.rawValue))
         do {
+            // The run row keeps time and counters over invocations, so a regenerated summary shows them too.
+            try state.addCounters(deliveryCounters, seconds: Date().timeIntervalSince(started), exitCode: Int(outcome.0.rawValue))
             // Read back once: counts and finished_at as committed, not as this process remembers them.
             let current = try state.reload()
             report.summary = try writer.write(state: state, campaign: current.campaign, run: current, finishedAt: current.finishedAt, extra: extras)
@@ -164,6 +172,7 @@ public final class CampaignRunner {
         var report = report
         let finishedAt = run.finishedAt ?? ""
         var what = "campaign \(run.campaign) already finished (run \(run.runId) at \(finishedAt)): nothing sent"
+        recordInvalidatedTokens(state: state, run: run)
         do {
             if writer.isComplete(runId: run.runId, finishedAt: finishedAt) {
                 report.summary = try writer.summary(state: state, run: run, extra: SummaryExtras(exitCode: 0))

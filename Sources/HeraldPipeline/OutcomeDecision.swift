@@ -25,6 +25,12 @@ struct OutcomeDecision {
         d.outcomes.reserveCapacity(results.count)
         for result in results {
             let c = claimed[result.index]
+            defer {   // Reports: the answer's apns-unique-id and this attempt's latency, whatever the outcome.
+                if let last = d.outcomes.indices.last, d.outcomes[last].seq == c.seq {
+                    d.outcomes[last].latencyMs = result.latencyMs
+                    d.outcomes[last].apnsUniqueId = result.apnsUniqueId
+                }
+            }
             switch result.outcome {
             case .transportFailure(let why):
                 // Outcome unknown: retried later with the same apns-id (and collapse id).

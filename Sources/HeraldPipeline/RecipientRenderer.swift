@@ -7,16 +7,28 @@ import HeraldState
 /// scan render a record, so the counts `validate` prints are the ones the run finds.
 struct RecipientRenderer {
     enum Outcome {
-        /// `headers` only when the job templates them per recipient; nil: the job's.
-        case recipient(payload: [UInt8], headers: RecipientHeaders?)
+        /// `headers` only when the job templates them per recipient; nil: the job's. `registeredAt`:
+        /// `audience.registered_at_field` in ms since the epoch, when the job names it and the row has it.
+        case recipient(payload: [UInt8], headers: RecipientHeaders?, registeredAt: Int64?)
         case invalid(InvalidRow)
     }
 
     let payload: PayloadRenderer
     let headers: HeaderRenderer
     let localeField: String?
+    /// `audience.registered_at_field`: a value that is not a time makes the row invalid (`bad_field_value`).
+    var registeredAtField: String? = nil
 
     func render(_ record: AudienceRecord) -> Outcome {
+        var registeredAt: Int64?
+        if let field = registeredAtField, let value = record.registeredAt {
+            switch RegistrationTime.milliseconds(value) {
+            case .success(let ms): registeredAt = ms
+            case .failure(let failure):
+                return .invalid(InvalidRow(location: record.location, reason: .badFieldValue, field: field,
+                                           detail: "audience.registered_at_field \(field): \(failure.message)"))
+            }
+        }
         let locale = localeField.flatMap { record.fields[$0]?.text }
         let bytes: [UInt8]
         switch payload.render(record, locale: locale) {
@@ -25,10 +37,11 @@ struct RecipientRenderer {
         case .failure(let reason, let field, let detail):
             return .invalid(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
         }
-        guard headers.variesPerRecipient else { return .recipient(payload: bytes, headers: nil) }
+        guard headers.variesPerRecipient else { return .recipient(payload: bytes, headers: nil, registeredAt: registeredAt) }
         switch headers.render(record) {
         case .headers(let h):
-            return .recipient(payload: bytes, headers: RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration))
+            return .recipient(payload: bytes, headers: RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration),
+                              registeredAt: registeredAt)
         case .skip(let field): return .invalid(Self.skipped(record, field))
         case .failure(let reason, let field, let detail):
             return .invalid(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))

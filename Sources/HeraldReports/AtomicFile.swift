@@ -8,10 +8,13 @@ final class AtomicFile {
     private let fd: Int32
     private var buffer: [UInt8] = []
     private var closed = false
+    /// Set for `reports.compress`: what is written goes through gzip.
+    private let deflater: GzipDeflater?
 
-    init(path: String) throws(ReportError) {
+    init(path: String, gzip: Bool = false) throws(ReportError) {
         self.path = path
         self.tempPath = path + ".tmp-\(getpid())"
+        deflater = gzip ? try GzipDeflater(path: path) : nil
         let fd = open(tempPath, O_CREAT | O_TRUNC | O_WRONLY, 0o600)
         guard fd >= 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
         self.fd = fd
@@ -27,22 +30,36 @@ final class AtomicFile {
         if buffer.count >= 1 << 16 { try flush() }
     }
 
-    private func flush() throws(ReportError) {
+    /// Appends bytes straight into the write buffer (report rows, without a String per row).
+    func append(_ body: (inout [UInt8]) -> Void) throws(ReportError) {
+        body(&buffer)
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    private func flush(finish: Bool = false) throws(ReportError) {
+        if let deflater {
+            try writeAll(try deflater.deflate(buffer, finish: finish, path: path))
+        } else {
+            try writeAll(buffer)
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    private func writeAll(_ bytes: [UInt8]) throws(ReportError) {
         var offset = 0
-        while offset < buffer.count {
-            let n = buffer[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ReportError(path: path, why: String(cString: strerror(errno)))
             }
             offset += n
         }
-        buffer.removeAll(keepingCapacity: true)
     }
 
     /// Flushes, fsyncs and renames into place.
     func commit() throws(ReportError) {
-        try flush()
+        try flush(finish: true)
         guard fsync(fd) == 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
         close(fd)
         closed = true
@@ -68,4 +85,29 @@ enum CSV {
     }
 
     static func line(_ fields: [String]) -> String { fields.map(field).joined(separator: ",") + "\n" }
+}
+
+extension CSV {
+    /// Splits one RFC 4180 line (no embedded newlines) into its fields.
+    static func split(_ line: String) -> [String] {
+        var fields: [String] = []
+        var field = ""
+        var quoted = false
+        var chars = Array(line.unicodeScalars)[...]
+        while let c = chars.popFirst() {
+            if quoted {
+                if c == "\"" {
+                    if chars.first == "\"" { field.unicodeScalars.append("\""); chars.removeFirst() } else { quoted = false }
+                } else { field.unicodeScalars.append(c) }
+            } else if c == "\"" {
+                quoted = true
+            } else if c == "," {
+                fields.append(field); field = ""
+            } else {
+                field.unicodeScalars.append(c)
+            }
+        }
+        fields.append(field)
+        return fields
+    }
 }

@@ -2,37 +2,33 @@ import Foundation
 import HeraldCore
 import HeraldState
 
-/// Writes the run's reports from the state file alone, so they can be regenerated at any time and
-/// are identical whether the run went straight through or was killed and resumed.
+/// Writes the run's reports from the state file alone, so they can be regenerated at any time
+/// (`herald report`) and are identical whether the run went straight through or was killed and
+/// resumed: every file is rewritten whole (temporary name, then rename), never appended to.
 public struct ReportWriter {
-    public static let deliveriesColumns = ["file", "line", "recipient_id", "token", "status", "http_status", "reason",
-                                           "apns_id", "attempts", "first_attempt_at", "last_attempt_at"]
+    public static let deliveriesColumns = DeliveryFormat.deliveriesColumns
     public static let invalidColumns = ["file", "line", "reason", "token_field"]
 
-    public let directory: String
-    public init(directory: String) { self.directory = directory }
+    public let files: ReportFiles
+    public var directory: String { files.directory }
+    public init(directory: String, compress: Bool = false) { files = ReportFiles(directory: directory, compress: compress) }
 
-    public var deliveriesPath: String { directory + "/deliveries.csv" }
-    public var invalidPath: String { directory + "/invalid.csv" }
-    public var summaryPath: String { directory + "/summary.json" }
+    public var deliveriesPath: String { files.deliveriesPath }
+    public var invalidPath: String { files.invalidPath }
+    public var summaryPath: String { files.summaryPath }
 
-    /// Writes all three reports and returns the summary that went into summary.json.
+    /// Writes every report and returns the summary that went into summary.json. `ownsDirectory`:
+    /// the caller holds the campaign's lock, so temporary files left by a killed writer are
+    /// removed (`herald report` beside a running campaign passes false).
     @discardableResult
-    public func write(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras = SummaryExtras()) throws -> Summary {
+    public func write(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras = SummaryExtras(),
+                      ownsDirectory: Bool = true) throws -> Summary {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        removeLeftovers()
-        let deliveries = try AtomicFile(path: deliveriesPath)
-        try deliveries.write(CSV.line(Self.deliveriesColumns))
-        try state.forEachDelivery { d throws in
-            try deliveries.write(CSV.line([
-                d.file, String(d.line), d.recipientId, d.token, d.status.reportStatus.rawValue,
-                d.httpStatus.map(String.init) ?? "", d.reason, d.apnsId, String(d.attempts),
-                d.firstAttemptAt ?? "", d.lastAttemptAt ?? "",
-            ]))
-        }
+        if ownsDirectory { removeLeftovers() }
+        let deliveries = try DeliveryReportWriter(files: files)
+        try state.forEachDelivery { d throws in try deliveries.add(d) }
         try deliveries.commit()
-        CrashPoint.report.reached()
 
         let invalid = try AtomicFile(path: invalidPath)
         try invalid.write(CSV.line(Self.invalidColumns))
@@ -42,21 +38,29 @@ public struct ReportWriter {
         try invalid.commit()
         CrashPoint.report.reached()
 
-        let summary = try Summary.make(state: state, campaign: campaign, run: run, finishedAt: finishedAt, extra: extra)
-        let file = try AtomicFile(path: summaryPath)
-        try file.write(summary.json)
-        try file.commit()
+        let summary = try Summary.make(state: state, campaign: campaign, run: run, finishedAt: finishedAt, extra: extra,
+                                       delivery: deliveries.figures)
+        try Self.writeSummary(summary, files: files)
         return summary
     }
 
-    /// The summary of a run as the state file has it, without writing anything.
-    public func summary(state: RunState, run: RunInfo, extra: SummaryExtras = SummaryExtras()) throws -> Summary {
-        try Summary.make(state: state, campaign: run.campaign, run: run, finishedAt: run.finishedAt, extra: extra)
+    /// summary.html, then summary.json (last: it marks the set complete).
+    static func writeSummary(_ summary: Summary, files: ReportFiles) throws(ReportError) {
+        let page = try AtomicFile(path: files.summaryHTMLPath)
+        try page.write(SummaryPage.html(summary))
+        try page.commit()
+        let file = try AtomicFile(path: files.summaryPath)
+        try file.write(summary.json)
+        try file.commit()
     }
 
-    /// The report files, in the order they are written (summary.json last: its presence with the
-    /// run's id and end time means the set is complete).
-    public var paths: [String] { [deliveriesPath, invalidPath, summaryPath] }
+    /// The summary of a run as the state file has it, without writing anything (no latency or send
+    /// rate: those need a pass over every recipient).
+    public func summary(state: RunState, run: RunInfo, extra: SummaryExtras = SummaryExtras()) throws -> Summary {
+        try Summary.make(state: state, campaign: run.campaign, run: run, finishedAt: run.finishedAt, extra: extra, delivery: nil)
+    }
+
+    public var paths: [String] { files.paths }
 
     /// Whether the reports of a finished run are all there: written completely (each is renamed
     /// into place only when whole) for this run.
@@ -71,7 +75,7 @@ public struct ReportWriter {
     /// campaign's lock, so no live writer owns them.
     func removeLeftovers() {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        let reports = paths.map { ($0 as NSString).lastPathComponent + ".tmp-" }
+        let reports = files.names.map { $0 + ".tmp-" }
         for name in names where reports.contains(where: { name.hasPrefix($0) }) {
             try? FileManager.default.removeItem(atPath: directory + "/" + name)
         }

@@ -2,7 +2,8 @@ import Foundation
 import HeraldCore
 import HeraldState
 
-/// Figures the pipeline knows that the state file does not (rates, timings).
+/// Figures the pipeline knows that the state file does not (this invocation's rate and exit code).
+/// Each one, when set, replaces the value the state file gives.
 public struct SummaryExtras: Sendable {
     public var durationSeconds: Double?
     public var sendsPerSecond: Double?
@@ -31,10 +32,26 @@ public struct Summary: Sendable {
     public var newRecipients: Int = 0
     public var vanishedRecipients: Int = 0
     public var extra: SummaryExtras
+    /// Time spent sending and the sending stage's counters, as the run row keeps them.
+    public var figures = RunFigures()
+    /// Latencies, send rate, unregistered and rejected counts: nil when the rows were not read.
+    public var delivery: DeliveryFigures?
+    /// Set by `herald report --merge`: the run ids of the shards merged.
+    public var shardRunIds: [String]? = nil
 
     public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
 
-    static func make(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras) throws -> Summary {
+    /// Seconds spent sending over every invocation of the run.
+    public var durationSeconds: Double { extra.durationSeconds ?? figures.activeSeconds }
+    /// Recipients sent per second of `durationSeconds`.
+    public var sendsPerSecond: Double? {
+        if let r = extra.sendsPerSecond { return r }
+        return durationSeconds > 0 ? Double(count(.sent)) / durationSeconds : nil
+    }
+    public var exitCode: Int? { extra.exitCode ?? figures.lastExitCode }
+
+    static func make(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras,
+                     delivery: DeliveryFigures?) throws -> Summary {
         let stored = try state.statusCounts()
         var byStatus: [RecipientStatus: Int] = [:]
         for s in RecipientStatus.allCases { byStatus[s] = 0 }
@@ -46,14 +63,14 @@ public struct Summary: Sendable {
                        rows: run.rows, valid: run.rows - invalid, distinct: distinct, invalid: invalid, duplicates: run.duplicates,
                        byStatus: byStatus, byReason: try state.reasonCounts(), invalidByReason: try state.invalidCounts(),
                        audienceChanged: run.audienceChanged, newRecipients: run.newRecipients,
-                       vanishedRecipients: run.vanishedRecipients, extra: extra)
+                       vanishedRecipients: run.vanishedRecipients, extra: extra, figures: try state.figures(), delivery: delivery)
     }
 
     /// What herald does with a reason, from the one reason table in HeraldCore (`gave_up` and
     /// connection errors are herald's own).
     static func action(for reason: String) -> String {
         if reason == "gave_up" { return "gave_up" }
-        if reason == "vanished_from_audience" { return "not_sent" }
+        if reason == "vanished_from_audience" || reason == "suppression_list" { return "not_sent" }
         if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
         if reason.hasPrefix("HTTP ") { return "unknown" }
         return APNsReason(reason).entry?.action.rawValue ?? "unknown"
@@ -69,6 +86,7 @@ public struct Summary: Sendable {
         func dict(_ d: [String: Int]) -> JSONValue {
             .object(d.sorted { $0.key < $1.key }.map { JSONValue.Member($0.key, .number(String($0.value))) })
         }
+        func int(_ n: Int?) -> JSONValue { n.map { .number(String($0)) } ?? .null }
         var members: [JSONValue.Member] = [
             .init("campaign", .string(campaign)), .init("run_id", .string(runId)),
             .init("started_at", .string(startedAt)), .init("finished_at", finishedAt.map(JSONValue.string) ?? .null),
@@ -78,9 +96,19 @@ public struct Summary: Sendable {
         members.append(.init("audience_changed", .bool(audienceChanged)))
         members.append(.init("new_recipients", .number(String(newRecipients))))
         members.append(.init("vanished_recipients", .number(String(vanishedRecipients))))
-        if let d = extra.durationSeconds { members.append(.init("duration_seconds", .number(String(format: "%.3f", d)))) }
-        if let r = extra.sendsPerSecond { members.append(.init("sends_per_second", .number(String(format: "%.1f", r)))) }
-        if let e = extra.exitCode { members.append(.init("exit_code", .number(String(e)))) }
+        members.append(.init("duration_seconds", .number(String(format: "%.3f", durationSeconds))))
+        members.append(.init("sends_per_second", sendsPerSecond.map { .number(String(format: "%.1f", $0)) } ?? .null))
+        members.append(.init("exit_code", int(exitCode)))
+        members.append(.init("latency_p50_ms", int(delivery?.latencyPercentile(0.50))))
+        members.append(.init("latency_p95_ms", int(delivery?.latencyPercentile(0.95))))
+        members.append(.init("latency_p99_ms", int(delivery?.latencyPercentile(0.99))))
+        members.append(.init("retries", .number(String(figures.counters.retries))))
+        members.append(.init("connections_opened", .number(String(figures.counters.connectionsOpened))))
+        members.append(.init("jwts_signed", .number(String(figures.counters.jwtsSigned))))
+        members.append(.init("throttle_deferrals", .number(String(figures.counters.throttleDeferrals))))
+        members.append(.init("unregistered", int(delivery?.unregistered)))
+        members.append(.init("rejected_tokens", int(delivery?.rejectedTokens)))
+        if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
     }
 }

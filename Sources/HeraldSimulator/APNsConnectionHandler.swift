@@ -179,6 +179,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         } else {
             apnsId = UUID().uuidString.lowercased()
         }
+        // Apple sends apns-unique-id in the development environment only; the simulator always does,
+        // so reports can be checked against the request log.
+        let uniqueId = UUID().uuidString.lowercased()
 
         if cutsHere {
             log.append(status: verdict.status, reason: verdict.reason, outcome: .closedAfterProcessing, fault: "close_after",
@@ -190,13 +193,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
         let goesAway = policy.faults.goawayAfter == number
         let fault = verdict.fault ?? (goesAway ? "goaway" : nil)
-        log.append(status: verdict.status, reason: verdict.reason, outcome: .answered, fault: fault,
-                   entry: .init(connection: connectionId, stream: streamNumber, request: request, verdict: verdict,
-                                apnsId: apnsId, outcome: .answered, fault: fault))
+        log.append(status: verdict.status, reason: verdict.reason, outcome: .answered, fault: fault, entry: {
+            var e = SimulatorRequestLog.Entry(connection: connectionId, stream: streamNumber, request: request, verdict: verdict,
+                                              apnsId: apnsId, outcome: .answered, fault: fault)
+            e.uniqueId = uniqueId
+            return e
+        }())
 
         let delay = policy.latency(connection: connectionId, stream: streamNumber)
         if delay == 0 {
-            answer(id, verdict: verdict, apnsId: apnsId, context: context)
+            answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, context: context)
             if goesAway { goAway(context: context) }
             return
         }
@@ -204,16 +210,16 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(delay))) {
             self.delayedAnswers -= 1
             guard !self.cut else { return }
-            self.answer(id, verdict: verdict, apnsId: apnsId, context: context)
+            self.answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, context: context)
             if goesAway { self.goAway(context: context) }
             context.flush()
             self.closeIfQuiet(context: context)
         }
     }
 
-    private func answer(_ id: HTTP2StreamID, verdict: SimulatorVerdict, apnsId: String, context: ChannelHandlerContext) {
+    private func answer(_ id: HTTP2StreamID, verdict: SimulatorVerdict, apnsId: String, uniqueId: String, context: ChannelHandlerContext) {
         let body = verdict.body
-        var fields = [(":status", Self.statusText(verdict.status)), ("apns-id", apnsId)]
+        var fields = [(":status", Self.statusText(verdict.status)), ("apns-id", apnsId), ("apns-unique-id", uniqueId)]
         if let body {
             fields.append(("content-type", "application/json"))
             fields.append(("content-length", String(body.count)))

@@ -87,6 +87,7 @@ extension SimulatorRequestLog.Entry {
         w.string("reason", reason)
         w.number("timestamp", timestamp)
         w.string("apns_id", apnsId)
+        w.string("apns_unique_id", uniqueId)
         w.string("outcome", outcome.rawValue)
         w.string("fault", fault)
         return w.finish()

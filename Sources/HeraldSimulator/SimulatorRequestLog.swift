@@ -42,6 +42,8 @@ public final class SimulatorRequestLog: Sendable {
         public var timestamp: Int?
         /// The `apns-id` answered (echoed or generated); nil when never processed.
         public var apnsId: String?
+        /// The `apns-unique-id` answered (APNs sends it in development; the simulator always does).
+        public var uniqueId: String?
         public var outcome: Outcome
         /// The injected fault behind this answer: `p429`, `p500`, `p503`, `flaky`, `goaway` (the
         /// answer was followed by GOAWAY), `close_before` or `close_after`; nil for none.

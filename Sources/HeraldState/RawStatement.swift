@@ -31,6 +31,7 @@ struct RawStatement {
 
     func bind(_ index: Int32, _ value: String?) { if let value { bind(index, value) } else { bindNull(index) } }
     func bind(_ index: Int32, _ value: Int?) { if let value { bind(index, value) } else { bindNull(index) } }
+    func bind(_ index: Int32, _ value: Int64?) { if let value { bind(index, value) } else { bindNull(index) } }
 
     func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient) }

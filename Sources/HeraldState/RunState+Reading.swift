@@ -16,6 +16,17 @@ public struct DeliveryRow: Sendable {
     public var firstAttemptAt: String?
     public var lastAttemptAt: String?
     public var invalidatedAt: Int64?
+    public var apnsUniqueId: String? = nil
+    public var latencyMs: Int? = nil
+
+    public init(file: String, line: Int, recipientId: String, token: String, status: StoredStatus, httpStatus: Int?, reason: String,
+                apnsId: String, attempts: Int, firstAttemptAt: String?, lastAttemptAt: String?, invalidatedAt: Int64?,
+                apnsUniqueId: String? = nil, latencyMs: Int? = nil) {
+        self.file = file; self.line = line; self.recipientId = recipientId; self.token = token; self.status = status
+        self.httpStatus = httpStatus; self.reason = reason; self.apnsId = apnsId; self.attempts = attempts
+        self.firstAttemptAt = firstAttemptAt; self.lastAttemptAt = lastAttemptAt; self.invalidatedAt = invalidatedAt
+        self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs
+    }
 }
 
 extension RunState {
@@ -24,14 +35,15 @@ extension RunState {
         try read { db in
             let cursor = try Row.fetchCursor(db, sql: """
                 SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id) AS apns_id,
-                       attempts, first_attempt_at, last_attempt_at, invalidated_at FROM recipient WHERE run = ? ORDER BY seq
+                       attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms
+                FROM recipient WHERE run = ? ORDER BY seq
                 """, arguments: [id])
             while let r = try cursor.next() {
                 try body(DeliveryRow(file: r["file"], line: r["line"], recipientId: r["recipient_id"], token: r["token"],
                                      status: StoredStatus(rawValue: r["status"]) ?? .pending, httpStatus: r["http_status"],
                                      reason: r["reason"], apnsId: r["apns_id"], attempts: r["attempts"],
                                      firstAttemptAt: r["first_attempt_at"], lastAttemptAt: r["last_attempt_at"],
-                                     invalidatedAt: r["invalidated_at"]))
+                                     invalidatedAt: r["invalidated_at"], apnsUniqueId: r["apns_unique_id"], latencyMs: r["latency_ms"]))
             }
         }
     }

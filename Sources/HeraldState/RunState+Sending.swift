@@ -26,11 +26,17 @@ public struct AttemptOutcome: Sendable {
     public var retryAt: Date?
     /// A 410's timestamp (ms since the epoch): when APNs learned the token was dead.
     public var invalidatedAt: Int64?
+    /// The answer's `apns-unique-id` (APNs sends it in development only), for delivery-log lookups.
+    public var apnsUniqueId: String?
+    /// Request to answer, this attempt; nil when no request completed.
+    public var latencyMs: Int?
 
     public init(seq: Int64, status: StoredStatus, httpStatus: Int? = nil, reason: String = "",
-                responseApnsId: String? = nil, retryAt: Date? = nil, invalidatedAt: Int64? = nil) {
+                responseApnsId: String? = nil, retryAt: Date? = nil, invalidatedAt: Int64? = nil,
+                apnsUniqueId: String? = nil, latencyMs: Int? = nil) {
         self.seq = seq; self.status = status; self.httpStatus = httpStatus; self.reason = reason
         self.responseApnsId = responseApnsId; self.retryAt = retryAt; self.invalidatedAt = invalidatedAt
+        self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs
     }
 }
 
@@ -94,11 +100,12 @@ extension RunState {
         try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
-                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE seq = ?
+                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at), apns_unique_id = COALESCE(?, apns_unique_id),
+                    latency_ms = COALESCE(?, latency_ms) WHERE seq = ?
                 """)
             for o in outcomes {
                 try update.execute(arguments: [o.status.rawValue, o.httpStatus, o.reason, o.responseApnsId,
-                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, o.seq])
+                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, o.apnsUniqueId, o.latencyMs, o.seq])
             }
         }
     }

@@ -50,7 +50,7 @@ public struct RunState: Sendable {
         try write { db in
             try db.execute(sql: """
                 UPDATE run SET audience_pass = audience_pass + 1, ingest_complete = 0, ingested_file = -1, ingested_line = 0,
-                    rows = 0, duplicates = 0, new_recipients = 0, vanished_recipients = 0 WHERE id = ?
+                    rows = 0, duplicates = 0, new_recipients = 0, vanished_recipients = 0, suppression_checked = 0 WHERE id = ?
                 """, arguments: [id])
             try db.execute(sql: "DELETE FROM invalid_row WHERE run = ?", arguments: [id])
             try Self.pruneUnreferencedRows(run: id, db: db)
@@ -74,8 +74,9 @@ public struct RunState: Sendable {
     public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) {
         try write { db in
             let insert = try RawStatement(db, sql: """
-                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
+                                          registered_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             insert.bind(1, id)
             insert.bind(2, pass)
@@ -89,6 +90,7 @@ public struct RunState: Sendable {
                 insert.bind(9, r.headers?.priority)
                 insert.bind(10, r.headers?.collapseId)
                 insert.bind(11, r.headers?.expiration.storageText)
+                insert.bind(12, r.registeredAt)
                 try insert.execute()
             }
             let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")

@@ -8,6 +8,24 @@ enum SharedSchema {
         m.registerMigration("1-shared-meta") { db in
             try db.execute(sql: "CREATE TABLE shared_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         }
+        // Tokens APNs answered 410 (Unregistered, ExpiredToken), per environment and topic (a token is
+        // dead for one app in one environment, not everywhere). `invalidated_at` is APNs' timestamp
+        // (ms since the epoch), the latest seen; later campaigns skip these tokens unless the
+        // audience says the device registered after it.
+        m.registerMigration("3-suppression-list") { db in
+            try db.execute(sql: """
+                CREATE TABLE suppression (
+                    environment TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    invalidated_at INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    campaign TEXT NOT NULL,
+                    recorded_at TEXT NOT NULL,
+                    PRIMARY KEY (environment, topic, token)
+                ) WITHOUT ROWID
+                """)
+        }
         return m
     }
 }

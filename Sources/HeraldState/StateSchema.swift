@@ -134,6 +134,26 @@ enum StateSchema {
                 );
                 """)
         }
+        // Reports (issue 8): per recipient the development-only `apns-unique-id` and the last
+        // attempt's latency; per staged row the audience's `registered_at` (ms since the epoch), which
+        // the suppression list compares with a 410's timestamp; per run what the recipient rows cannot
+        // give back (time spent sending over all invocations, the sending stage's counters, the last
+        // exit code) so a regenerated summary matches the one the run wrote, and whether the
+        // suppression list was applied before the first push.
+        m.registerMigration("3-report-columns") { db in
+            try db.execute(sql: """
+                ALTER TABLE recipient ADD COLUMN apns_unique_id TEXT;
+                ALTER TABLE recipient ADD COLUMN latency_ms INTEGER;
+                ALTER TABLE audience_row ADD COLUMN registered_at INTEGER;
+                ALTER TABLE run ADD COLUMN active_seconds REAL NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN connections_opened INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN jwts_signed INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN throttle_deferrals INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN last_exit_code INTEGER;
+                ALTER TABLE run ADD COLUMN suppression_checked INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return m
     }
 }

@@ -159,10 +159,12 @@ public struct IngestBatch: Sendable {
         public var apnsId: String
         /// Only when the job templates headers per recipient; nil: the job's.
         public var headers: RecipientHeaders?
+        /// `audience.registered_at_field`, ms since the epoch: a token re-registered after its 410 is sent again.
+        public var registeredAt: Int64?
         public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
-                    headers: RecipientHeaders? = nil) {
+                    headers: RecipientHeaders? = nil, registeredAt: Int64? = nil) {
             self.token = token; self.location = location; self.recipientId = recipientId; self.payload = payload; self.apnsId = apnsId
-            self.headers = headers
+            self.headers = headers; self.registeredAt = registeredAt
         }
     }
     public var recipients: [Recipient] = []

@@ -15,6 +15,6 @@ struct Herald: ParsableCommand {
               5   too many invalid rows
               75  another run holds the campaign's lock
             """,
-        subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self]
+        subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self, ReportCommand.self]
     )
 }

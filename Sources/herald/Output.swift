@@ -28,10 +28,10 @@ enum Output {
             if !s.invalidByReason.isEmpty {
                 lines.append("invalid   " + s.invalidByReason.sorted { $0.value > $1.value }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))
             }
-            if let d = s.extra.durationSeconds, let r = s.extra.sendsPerSecond {
-                lines.append(String(format: "took      %.2f s (%.0f sends/s)", d, r))
+            if let r = s.sendsPerSecond {
+                lines.append(String(format: "took      %.2f s (%.0f sends/s)", s.durationSeconds, r))
             }
-            lines.append("reports   \(report.reportsDir)/  (deliveries.csv, invalid.csv, summary.json)")
+            lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)")
             lines.append("state     \(report.statePath)")
         }
         if report.status == .finished {

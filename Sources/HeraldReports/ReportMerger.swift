@@ -1,0 +1,137 @@
+import Foundation
+import HeraldCore
+import HeraldState
+
+/// `herald report --merge`: one report set from the report sets of a sharded campaign's shards
+/// (`--shard k/n`, each with its own state file and reports directory). Works from the shards'
+/// report files, not their state files, so shards run on different machines can be merged from
+/// copied directories. Streams deliveries (memory is one line); invalid rows are kept as a set of
+/// lines because every shard reads the whole audience and may report the same unusable row.
+///
+/// The merged summary: recipients, statuses, reasons, duplicates and counters are sums (each token
+/// belongs to exactly one shard); invalid rows are counted once; `duration_seconds` is the longest
+/// shard's (they run in parallel) and `sends_per_second` the sum of the shards' rates; latency
+/// percentiles and the send-rate chart are computed again from the merged deliveries.
+public enum ReportMerger {
+    public struct MergeError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ d: String) { description = d }
+    }
+
+    struct Shard {
+        var dir: String
+        var summary: [String: Any]
+        var deliveries: String
+    }
+
+    public static func merge(shardDirs: [String], into out: String, compress: Bool = false) throws -> Summary {
+        guard !shardDirs.isEmpty else { throw MergeError("--merge needs at least one shard reports directory") }
+        var shards: [Shard] = []
+        for dir in shardDirs {
+            let summaryPath = dir + "/summary.json"
+            guard let data = FileManager.default.contents(atPath: summaryPath),
+                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+                throw MergeError("\(summaryPath): missing or not a summary.json (is \(dir) a shard's reports directory?)")
+            }
+            let candidates = [dir + "/deliveries.ndjson", dir + "/deliveries.ndjson.gz"]
+            guard let deliveries = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+                throw MergeError("\(dir): no deliveries.ndjson or deliveries.ndjson.gz (written by herald 0.8 and later)")
+            }
+            shards.append(Shard(dir: dir, summary: object, deliveries: deliveries))
+        }
+        let campaigns = Set(shards.map { $0.summary["campaign"] as? String ?? "" })
+        guard campaigns.count == 1, let campaign = campaigns.first else {
+            throw MergeError("the directories hold reports of different campaigns (\(campaigns.sorted().joined(separator: ", "))): merge the shards of one campaign")
+        }
+        if shards.map({ URL(fileURLWithPath: $0.dir).standardizedFileURL.path }).contains(URL(fileURLWithPath: out).standardizedFileURL.path) {
+            throw MergeError("the output directory \(out) is one of the shards' directories: choose another")
+        }
+
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let files = ReportFiles(directory: out, compress: compress)
+        let writer = try DeliveryReportWriter(files: files)
+        var byStatus: [RecipientStatus: Int] = [:]
+        var byReason: [String: Int] = [:]
+        for shard in shards {
+            let reader = try ReportLineReader(path: shard.deliveries)
+            var number = 0
+            while let line = try reader.next() {
+                number += 1
+                if line.isEmpty { continue }
+                guard let row = deliveryRow(line) else { throw MergeError("\(shard.deliveries) line \(number): not a deliveries.ndjson record") }
+                try writer.add(row)
+                byStatus[row.status.reportStatus, default: 0] += 1
+                if !row.reason.isEmpty { byReason[row.reason, default: 0] += 1 }
+            }
+        }
+        try writer.commit()
+
+        // invalid.csv: each distinct row once, in shard order.
+        let invalid = try AtomicFile(path: files.invalidPath)
+        try invalid.write(CSV.line(ReportWriter.invalidColumns))
+        var seen = Set<String>()
+        var invalidByReason: [String: Int] = [:]
+        for shard in shards {
+            let path = shard.dir + "/invalid.csv"
+            guard FileManager.default.fileExists(atPath: path) else { continue }
+            let reader = try ReportLineReader(path: path)
+            _ = try reader.next()  // header
+            while let line = try reader.next() {
+                guard !line.isEmpty, seen.insert(line).inserted else { continue }
+                try invalid.write(line + "\n")
+                let fields = CSV.split(line)
+                if fields.count >= 3 { invalidByReason[fields[2], default: 0] += 1 }
+            }
+        }
+        try invalid.commit()
+
+        func int(_ s: Shard, _ key: String, in dict: String? = nil) -> Int {
+            let source = dict.flatMap { s.summary[$0] as? [String: Any] } ?? s.summary
+            return (source[key] as? NSNumber)?.intValue ?? 0
+        }
+        func double(_ s: Shard, _ key: String) -> Double { (s.summary[key] as? NSNumber)?.doubleValue ?? 0 }
+        let distinct = byStatus.values.reduce(0, +)
+        let duplicates = shards.reduce(0) { $0 + int($1, "duplicates", in: "counts") }
+        var figures = RunFigures()
+        figures.activeSeconds = shards.map { double($0, "duration_seconds") }.max() ?? 0
+        figures.counters.retries = shards.reduce(0) { $0 + int($1, "retries") }
+        figures.counters.connectionsOpened = shards.reduce(0) { $0 + int($1, "connections_opened") }
+        figures.counters.jwtsSigned = shards.reduce(0) { $0 + int($1, "jwts_signed") }
+        figures.counters.throttleDeferrals = shards.reduce(0) { $0 + int($1, "throttle_deferrals") }
+        let exitCodes = shards.compactMap { ($0.summary["exit_code"] as? NSNumber)?.intValue }
+        figures.lastExitCode = exitCodes.count == shards.count ? exitCodes.max() : nil
+        let started = shards.compactMap { $0.summary["started_at"] as? String }.min() ?? ""
+        let finished = shards.map { $0.summary["finished_at"] as? String }
+        let runIds = shards.map { $0.summary["run_id"] as? String ?? "" }
+        var statuses: [RecipientStatus: Int] = [:]
+        for s in RecipientStatus.allCases { statuses[s] = byStatus[s] ?? 0 }
+        let rate = shards.reduce(0.0) { $0 + double($1, "sends_per_second") }
+
+        var summary = Summary(campaign: campaign, runId: "merged:" + runIds.joined(separator: ","), startedAt: started,
+                              finishedAt: finished.contains(where: { $0 == nil }) ? nil : finished.compactMap { $0 }.max(),
+                              rows: distinct + duplicates + seen.count, valid: distinct + duplicates, distinct: distinct,
+                              invalid: seen.count, duplicates: duplicates, byStatus: statuses, byReason: byReason,
+                              invalidByReason: invalidByReason,
+                              audienceChanged: shards.contains { $0.summary["audience_changed"] as? Bool == true },
+                              newRecipients: shards.reduce(0) { $0 + int($1, "new_recipients") },
+                              vanishedRecipients: shards.reduce(0) { $0 + int($1, "vanished_recipients") },
+                              extra: SummaryExtras(sendsPerSecond: rate > 0 ? rate : nil), figures: figures, delivery: writer.figures)
+        summary.shardRunIds = runIds
+        try ReportWriter.writeSummary(summary, files: files)
+        return summary
+    }
+
+    /// A deliveries.ndjson line back into the row it was written from.
+    static func deliveryRow(_ line: String) -> DeliveryRow? {
+        guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+              let token = o["token"] as? String, let statusText = o["status"] as? String,
+              let status = StoredStatus(rawValue: statusText) else { return nil }
+        func int(_ k: String) -> Int? { (o[k] as? NSNumber)?.intValue }
+        return DeliveryRow(file: o["file"] as? String ?? "", line: int("line") ?? 0, recipientId: o["recipient_id"] as? String ?? "",
+                           token: token, status: status, httpStatus: int("http_status"), reason: o["reason"] as? String ?? "",
+                           apnsId: o["apns_id"] as? String ?? "", attempts: int("attempts") ?? 0,
+                           firstAttemptAt: o["first_attempt_at"] as? String, lastAttemptAt: o["last_attempt_at"] as? String,
+                           invalidatedAt: (o["invalidated_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds),
+                           apnsUniqueId: o["apns_unique_id"] as? String, latencyMs: int("latency_ms"))
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// A recipient that has never been attempted, as the suppression check sees it.
+public struct SuppressionCandidate: Sendable {
+    public var seq: Int64
+    public var token: String
+    /// `audience.registered_at_field` of the recipient's row, ms since the epoch.
+    public var registeredAt: Int64?
+}
+
+extension RunState {
+    /// Whether the suppression list was applied to this run (once, after the audience is recorded
+    /// and before the first push).
+    public func suppressionChecked() throws(StateError) -> Bool {
+        try read { db in try Int.fetchOne(db, sql: "SELECT suppression_checked FROM run WHERE id = ?", arguments: [id]) == 1 }
+    }
+
+    public func markSuppressionChecked() throws(StateError) {
+        try write { db in try db.execute(sql: "UPDATE run SET suppression_checked = 1 WHERE id = ?", arguments: [id]) }
+    }
+
+    /// Up to `limit` never-attempted pending recipients after `seq`, in audience order (a keyset
+    /// page: memory stays flat whatever the audience).
+    public func suppressionCandidates(after seq: Int64, limit: Int) throws(StateError) -> [SuppressionCandidate] {
+        try read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT r.seq, r.token, a.registered_at FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
+                WHERE r.run = ? AND r.seq > ? AND r.status = 'pending' AND r.attempts = 0 ORDER BY r.seq LIMIT ?
+                """, arguments: [id, seq, limit]).map {
+                SuppressionCandidate(seq: $0["seq"], token: $0["token"], registeredAt: $0["registered_at"])
+            }
+        }
+    }
+
+    /// Marks recipients `suppressed` (reason `suppression_list`, with the 410 timestamp that put the
+    /// token on the list), in one transaction, before anything is sent. Only never-attempted
+    /// pending recipients change, so applying a page twice after a crash is harmless.
+    public func suppress(_ hits: [(seq: Int64, invalidatedAt: Int64)]) throws(StateError) {
+        guard !hits.isEmpty else { return }
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = 'suppressed', reason = 'suppression_list', invalidated_at = ?
+                WHERE seq = ? AND status = 'pending' AND attempts = 0
+                """)
+            for h in hits { try update.execute(arguments: [h.invalidatedAt, h.seq]) }
+        }
+    }
+
+    /// Streams this run's tokens that APNs answered 410 (Unregistered, ExpiredToken), with their
+    /// timestamp and reason, for the suppression list.
+    public func forEachInvalidatedToken(_ body: (_ token: String, _ invalidatedAt: Int64, _ reason: String) throws -> Void) throws(StateError) {
+        try read { db in
+            let cursor = try Row.fetchCursor(db, sql: """
+                SELECT token, invalidated_at, reason FROM recipient
+                WHERE run = ? AND http_status = 410 AND status = 'failed' AND invalidated_at IS NOT NULL ORDER BY seq
+                """, arguments: [id])
+            while let r = try cursor.next() { try body(r["token"], r["invalidated_at"], r["reason"]) }
+        }
+    }
+}

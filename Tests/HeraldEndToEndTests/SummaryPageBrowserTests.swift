@@ -1,0 +1,51 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+/// summary.html in a real browser: headless Chromium (Debian package `chromium`) loads the page a
+/// campaign wrote, and the rendered DOM and a screenshot are checked. Skipped, saying so, only where
+/// Chromium is not installed (CI installs it: `apt-get install -y chromium`).
+@Suite(.serialized) struct SummaryPageBrowserTests {
+    static let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    let dir = TemporaryDirectory("e2e-html")
+
+    func browser(_ args: [String]) throws -> ProcessRunner.Result {
+        // A private profile and HOME: headless Chromium writes its profile there.
+        try ProcessRunner.run("/usr/bin/env", ["HOME=\(dir.path)", Self.chromium!, "--headless", "--disable-gpu", "--no-sandbox",
+                                               "--user-data-dir=\(dir.file("profile"))"] + args)
+    }
+
+    @Test(.enabled(if: chromium != nil, "Chromium is not installed (apt-get install -y chromium): summary.html not checked in a browser"))
+    func summaryPageRendersTitleTotalsAndChartsInChromium() throws {
+        var rows = ["id,token"]
+        for i in 1...30 { rows.append("u\(i),\(String(format: "%064x", i))") }
+        for i in 1...3 { rows.append("d\(i),dead\(String(format: "%060x", i))") }
+        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
+        let job = try dir.write("jobs/html.yaml", """
+            campaign: html-check
+            audience: { files: [../data/a.csv], id_field: id }
+            apns: { endpoint: simulator, topic: com.example.app, simulator: { unregistered_prefixes: [dead] } }
+            push: { template: { aps: { alert: "Hi" } } }
+            """)
+        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job], cwd: "/")
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let page = "file://" + dir.file("reports/html-check/summary.html")
+
+        let dom = try browser(["--dump-dom", page])
+        #expect(dom.status == 0, "\(dom.stderr)")
+        #expect(dom.stdout.contains("<title>herald report: html-check</title>"), "\(dom.stdout.prefix(400))")
+        #expect(dom.stdout.contains("id=\"total-sent\" data-value=\"30\">30<"))
+        #expect(dom.stdout.contains("id=\"total-failed\" data-value=\"3\">3<"))
+        #expect(dom.stdout.contains("id=\"total-recipients\" data-value=\"33\">33<"))
+        #expect(dom.stdout.contains("<svg id=\"outcome-chart\"") && dom.stdout.contains("<svg id=\"rate-chart\""))
+        #expect(dom.stdout.contains("Unregistered"))
+
+        let shot = dir.file("shot.png")
+        let png = try browser(["--screenshot=\(shot)", "--window-size=1000,1600", page])
+        #expect(png.status == 0, "\(png.stderr)")
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: shot))
+        #expect(bytes.count > 10_000 && bytes.prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]), "a PNG of the rendered page")
+    }
+}
