@@ -53,6 +53,7 @@ extension CampaignRunner {
             }
             let decision = OutcomeDecision.decide(results: results, claimed: claimed, maxAttempts: maxAttempts)
             try Self.wrap(.incomplete) { () throws(StateError) in try state.record(decision.outcomes) }
+            operations.recorded(decision.outcomes)
             CrashPoint.send.reached()
             sent += decision.sent
             if decision.refreshToken { sender.token?.invalidate() }

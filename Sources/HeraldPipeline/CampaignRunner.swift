@@ -28,6 +28,8 @@ public final class CampaignRunner {
     /// Set by SIGINT/SIGTERM: stop claiming, finish the batch in flight, record it, exit 4.
     let stopRequested = Atomic<Bool>(false)
     var signalSources: [DispatchSourceSignal] = []
+    /// `--shard`, progress and metrics (RunOperations.swift); the default changes nothing.
+    public var operations = RunOperations()
 
     public init(spec: JobSpec, logger: Logger, newRun: Bool = false) {
         self.spec = spec
@@ -46,7 +48,7 @@ public final class CampaignRunner {
             source.setEventHandler { [weak self] in
                 guard let self else { return }
                 if self.stopRequested.load(ordering: .relaxed) { _exit(ExitStatus.incomplete.rawValue) }
-                FileHandle.standardError.write(Data("herald: stopping after the requests in flight (signal again to exit now)\n".utf8))
+                self.logger.notice("stopping after the requests in flight (signal again to exit now)")
                 self.requestStop()
             }
             source.resume()
@@ -115,6 +117,7 @@ public final class CampaignRunner {
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
                 try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
             }
+            operations.startSending(state)
             let result = try send(from: state, headers: headers, sender: sender)
             sentThisRun = result.sent
             outcome = (result.status, result.message)
