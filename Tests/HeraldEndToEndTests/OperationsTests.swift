@@ -83,6 +83,8 @@ import Testing
         // A shard's lock is its own: the same shard run again is finished, not blocked by the others.
         let again = try herald(["run", job, "--shard", "1/3"])
         #expect(again.status == 0 && again.stdout.contains("already finished"), "\(again.stdout)")
+        let status = try herald(["status", job, "--shard", "1/3"])
+        #expect(status.status == 0 && status.stdout.contains("state/sharded-shard-1-of-3.sqlite"), "\(status.stdout)")
     }
 
     @Test func metricsFileIsWrittenAtomicallyWithCountsByStatusAndReason() throws {
