@@ -2,6 +2,7 @@ import Foundation
 @testable import HeraldPipeline
 import HeraldState
 import HeraldTestSupport
+import Logging
 import Testing
 
 /// The Prometheus textfile: format, atomic replacement, mode, and the last success surviving a failure.
@@ -68,5 +69,29 @@ import Testing
         let m = MetricsFile(path: dir.file("missing/dir/herald.prom"), campaign: "c", shard: nil)
         #expect(throws: MetricsError.self) { try m.write(liveSnapshot()) }
         do { try m.write(liveSnapshot()) } catch { #expect(error.description.contains("missing/dir/herald.prom")) }
+    }
+}
+
+/// The ticker rewrites the metrics file while the run goes, before the final write.
+@Suite struct ProgressTickerTests {
+    @Test func theMetricsFileIsWrittenPeriodicallyDuringTheRun() throws {
+        let dir = TemporaryDirectory("ticker")
+        let path = dir.file("run.prom")
+        let progress = RunProgress()
+        progress.startSending(counts: [.pending: 4])
+        let ticker = ProgressTicker(progress: progress, mode: .never, logInterval: 60, logger: Logger(label: "test"),
+                                    metrics: MetricsFile(path: path, campaign: "c", shard: nil), metricsInterval: 1)
+        ticker.start()
+        var text = ""
+        for _ in 0..<40 where text.isEmpty {
+            usleep(100_000)
+            text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        }
+        progress.recorded([AttemptOutcome(seq: 1, status: .sent, httpStatus: 200)])
+        usleep(1_300_000)
+        ticker.stop()
+        #expect(text.contains("herald_run_in_progress{campaign=\"c\"} 1\n"), "\(text)")
+        let later = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(later.contains("herald_recipients{campaign=\"c\",status=\"sent\"} 1\n"), "rewritten with the new counts: \(later)")
     }
 }
