@@ -94,6 +94,35 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
         return spec
     }
 
+    /// State files of the same campaign kept under another shard layout (unsharded, or another n).
+    /// Each n partitions tokens differently, so a run under a new layout would send again what the
+    /// old layout's runs sent: `herald run` refuses to start a layout while another one has state.
+    public static func otherLayouts(of statePath: String, than shard: Shard?) -> [String] {
+        let dir = (statePath as NSString).deletingLastPathComponent
+        let unsharded = (statePath as NSString).lastPathComponent
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: dir.isEmpty ? "." : dir) else { return [] }
+        var found: [String] = []
+        for name in names.sorted() {
+            if name == unsharded {
+                if shard != nil { found.append(name) }
+            } else if let count = shardCount(inName: name, unsharded: unsharded), count != shard?.count {
+                found.append(name)
+            }
+        }
+        return found.map { dir.isEmpty ? $0 : dir + "/" + $0 }
+    }
+
+    /// n when `name` is `unsharded` with a `-shard-k-of-n` suffix.
+    static func shardCount(inName name: String, unsharded: String) -> Int? {
+        let marked = insert("\u{0}", beforeExtensionOf: unsharded)
+        let parts = marked.split(separator: "\u{0}", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 2, name.hasPrefix(parts[0] + "-shard-"), name.hasSuffix(parts[1]) else { return nil }
+        let middle = name.dropFirst(parts[0].count + "-shard-".count).dropLast(parts[1].count)
+        let kn = middle.split(separator: "-", omittingEmptySubsequences: false)
+        guard kn.count == 3, kn[1] == "of", Int(kn[0]) != nil, let n = Int(kn[2]) else { return nil }
+        return n
+    }
+
     static func insert(_ suffix: String, beforeExtensionOf path: String) -> String {
         let nameStart = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
         if let dot = path[nameStart...].lastIndex(of: "."), dot > nameStart {

@@ -102,6 +102,12 @@ struct RunCommand: ParsableCommand {
             shard = try Shard.resolve(option: self.shard, environment: ProcessInfo.processInfo.environment)
             let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state, reportsDir: reports, endpoint: endpoint, caFile: caFile))
             spec = shard.map { $0.apply(to: loaded) } ?? loaded
+            let others = Shard.otherLayouts(of: loaded.statePath, than: shard)
+            if !others.isEmpty && !FileManager.default.fileExists(atPath: spec.statePath) {
+                throw ShardError.invalid("\(others.joined(separator: ", ")): this campaign has state under another shard layout. "
+                    + "Each shard count splits tokens differently, so \(shard.map { "--shard k/\($0.count)" } ?? "a run without --shard") would send "
+                    + "again what those runs sent. Run it as it was started, or move those state files away to start over")
+            }
         } catch {
             errorLine("\(error)")
             throw ExitCode(ExitStatus.usage.rawValue)

@@ -83,6 +83,12 @@ import Testing
         // A shard's lock is its own: the same shard run again is finished, not blocked by the others.
         let again = try herald(["run", job, "--shard", "1/3"])
         #expect(again.status == 0 && again.stdout.contains("already finished"), "\(again.stdout)")
+        // Another layout would split tokens differently and resend: refused before anything is read.
+        for other in [["--shard", "0/2"], []] {
+            let r = try herald(["run", job] + other)
+            #expect(r.status == 2 && r.stderr.contains("another shard layout"), "\(other): \(r.stderr)")
+        }
+        #expect(try RequestLog.read(dir.file("out/sharded.ndjson")).count == 60)
         let status = try herald(["status", job, "--shard", "1/3"])
         #expect(status.status == 0 && status.stdout.contains("state/sharded-shard-1-of-3.sqlite"), "\(status.stdout)")
     }

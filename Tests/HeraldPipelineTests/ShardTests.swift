@@ -63,4 +63,17 @@ import Testing
             #expect(shards.filter { $0.ownsRejectedRow(line: i) }.count == 1)
         }
     }
+
+    @Test func stateFilesOfAnotherLayoutAreFound() throws {
+        let dir = TemporaryDirectory("layouts")
+        for name in ["c.sqlite.lock", "c-shard-0-of-4.sqlite", "c-shard-0-of-4.sqlite-wal", "cc-shard-0-of-2.sqlite", "herald-shared.sqlite"] {
+            try dir.write(name, "")
+        }
+        let state = dir.file("c.sqlite")
+        #expect(Shard.otherLayouts(of: state, than: try Shard(text: "1/4")).isEmpty)
+        #expect(Shard.otherLayouts(of: state, than: try Shard(text: "1/2")) == [dir.file("c-shard-0-of-4.sqlite")])
+        #expect(Shard.otherLayouts(of: state, than: nil) == [dir.file("c-shard-0-of-4.sqlite")])
+        try dir.write("c.sqlite", "")
+        #expect(Shard.otherLayouts(of: state, than: try Shard(text: "1/4")) == [state])
+    }
 }
