@@ -175,4 +175,22 @@ import Testing
         #expect(never.status == 0)
         #expect(!never.stderr.contains("\r") && !never.stderr.contains("progress:"), "\(never.stderr)")
     }
+
+    /// Even at trace level with --log-sensitive, the key and the JWTs never reach the logs.
+    @Test func secretsNeverReachTheLogsAtAnyLevel() throws {
+        let key = TestKey()
+        let keyPath = try key.writeP8(in: dir)
+        let rows = (1...5).map { "u\($0),\(Self.token($0))" }
+        let job = try writeJob("secrets", rows: rows, extra: "")
+        let text = try String(contentsOfFile: job, encoding: .utf8).replacingOccurrences(of: "  simulator:",
+            with: "  auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(keyPath) }\n  simulator:")
+        try text.write(toFile: job, atomically: true, encoding: .utf8)
+        for format in ["text", "json"] {
+            let r = try herald(["run", job, "--new-run", "--log-level", "trace", "--log-sensitive", "--log-format", format])
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+            let body = key.privateKeyPEM.split(separator: "\n")[1]
+            #expect(!r.stderr.contains(body) && !r.stdout.contains(body))
+            #expect(!r.stderr.contains("eyJ") && !r.stdout.contains("eyJ"), "no JWT: \(r.stderr)")
+        }
+    }
 }
