@@ -47,7 +47,7 @@ public enum ProgressText {
         if let f = s.fraction { fields["percent"] = String(format: "%.1f", f * 100) }
         let eta = eta(s, now: now)
         if let eta { fields["eta_seconds"] = String(Int(eta.rounded())) }
-        var message = "progress: " + line(s, now: now)
+        var message = "progress: " + line(s, now: now).split(separator: " ").joined(separator: " ")
         switch s.phase {
         case .reading:
             fields["input_bytes"] = String(s.inputBytesRead)

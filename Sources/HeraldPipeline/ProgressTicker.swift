@@ -21,13 +21,16 @@ public final class ProgressTicker: @unchecked Sendable {
     let logger: Logger
     let metrics: MetricsFile?
     let metricsInterval: TimeInterval
+    /// Progress log lines carry their figures as metadata (for `--log-format json`); text lines
+    /// already say them in the message.
+    let structuredLogs: Bool
     private let stopSignal = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private var running = false
     private var warnedMetrics = false
 
     public init(progress: RunProgress, mode: Mode, logInterval: TimeInterval, console: Console = .standardError,
-                logger: Logger, metrics: MetricsFile?, metricsInterval: TimeInterval = 15) {
+                logger: Logger, metrics: MetricsFile?, metricsInterval: TimeInterval = 15, structuredLogs: Bool = true) {
         self.progress = progress
         switch mode {
         case .never: display = .none
@@ -39,6 +42,7 @@ public final class ProgressTicker: @unchecked Sendable {
         self.logger = logger
         self.metrics = metrics
         self.metricsInterval = metricsInterval
+        self.structuredLogs = structuredLogs
     }
 
     public func start() {
@@ -93,6 +97,6 @@ public final class ProgressTicker: @unchecked Sendable {
 
     private func log(_ s: RunProgress.Snapshot, now: Date) {
         let entry = ProgressText.logEntry(s, now: now)
-        logger.notice("\(entry.message)", metadata: entry.fields.mapValues { .string($0) })
+        logger.notice("\(entry.message)", metadata: structuredLogs ? entry.fields.mapValues { .string($0) } : nil)
     }
 }

@@ -119,7 +119,8 @@ struct RunCommand: ParsableCommand {
         let metrics = metricsFile.map { MetricsFile(path: $0, campaign: spec.campaign, shard: shard) }
         let ticker = ProgressTicker(progress: progress, mode: ProgressTicker.Mode(rawValue: self.progress) ?? .auto,
                                     logInterval: TimeInterval(DurationText.seconds(progressInterval) ?? 60), logger: logger,
-                                    metrics: metrics, metricsInterval: TimeInterval(DurationText.seconds(metricsInterval) ?? 15))
+                                    metrics: metrics, metricsInterval: TimeInterval(DurationText.seconds(metricsInterval) ?? 15),
+                                    structuredLogs: format == .json)
         let runner = CampaignRunner(spec: spec, logger: logger, newRun: newRun)
         runner.operations = RunOperations(shard: shard, progress: progress)
         runner.installSignalHandlers()

@@ -37,6 +37,7 @@ import Testing
         let line = ProgressText.line(s, now: t0.addingTimeInterval(1))
         #expect(line == "sending    3%  3/100  sent 902  failed 6  retried 1  3/s  ETA 0:32", "\(line)")
         let entry = ProgressText.logEntry(s, now: t0.addingTimeInterval(1))
+        #expect(entry.message == "progress: sending 3% 3/100 sent 902 failed 6 retried 1 3/s ETA 0:32")
         #expect(entry.fields["sent"] == "902" && entry.fields["failed"] == "6" && entry.fields["percent"] == "3.0" && entry.fields["eta_seconds"] == "32")
     }
 
