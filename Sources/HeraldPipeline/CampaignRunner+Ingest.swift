@@ -42,6 +42,7 @@ extension CampaignRunner {
         var batch = IngestBatch()
         var total = 0
         let pass = run.audiencePass
+        operations.startReading(spec.audience.files, first: run.ingestedFile)
         for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
             let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
             while true {
@@ -60,11 +61,13 @@ extension CampaignRunner {
                 batch.checkpointFile = index
                 batch.checkpointLine = line
                 total += 1
+                if total & 511 == 0 { operations.reading(file: index, bytes: reader.compressedBytesRead, rows: total) }
                 if batch.rows >= Self.ingestBatchRows {
                     try flush(&batch, state: state, pass: pass)
                 }
                 if total % 250_000 == 0 { logger.info("read \(total) audience rows") }
             }
+            operations.reading(file: index, bytes: reader.fileSize, rows: total)
             // Mark the file done even when its last rows were skipped, so a resume starts at the next file.
             batch.checkpointFile = index + 1
             batch.checkpointLine = 0
@@ -75,6 +78,7 @@ extension CampaignRunner {
     }
 
     private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderer, apnsIdSeed: String) {
+        guard operations.owns(event) else { return }   // --shard: another shard's row
         batch.rows += 1
         switch event {
         case .invalid(let row):

@@ -54,6 +54,7 @@ extension CampaignRunner {
             let decision = OutcomeDecision.decide(results: results, claimed: claimed, maxAttempts: maxAttempts)
             try Self.wrap(.incomplete) { () throws(StateError) in try state.record(decision.outcomes) }
             deliveryCounters.retries += decision.outcomes.reduce(0) { $0 + ($1.status == .retry ? 1 : 0) }
+            operations.recorded(decision.outcomes)
             CrashPoint.send.reached()
             sent += decision.sent
             if decision.refreshToken { sender.token?.invalidate() }

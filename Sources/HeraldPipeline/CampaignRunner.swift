@@ -31,6 +31,8 @@ public final class CampaignRunner {
     /// This invocation's sending-stage counters: the send stage adds to them, and the run row keeps
     /// their sum over invocations (`RunState.addCounters`) for summary.json.
     var deliveryCounters = DeliveryCounters()
+    /// `--shard`, progress and metrics (RunOperations.swift); the default changes nothing.
+    public var operations = RunOperations()
 
     public init(spec: JobSpec, logger: Logger, newRun: Bool = false) {
         self.spec = spec
@@ -49,7 +51,7 @@ public final class CampaignRunner {
             source.setEventHandler { [weak self] in
                 guard let self else { return }
                 if self.stopRequested.load(ordering: .relaxed) { _exit(ExitStatus.incomplete.rawValue) }
-                FileHandle.standardError.write(Data("herald: stopping after the requests in flight (signal again to exit now)\n".utf8))
+                self.logger.notice("stopping after the requests in flight (signal again to exit now)")
                 self.requestStop()
             }
             source.resume()
@@ -123,6 +125,7 @@ public final class CampaignRunner {
                 deliveryCounters.connectionsOpened += sender.connectionCount
                 deliveryCounters.jwtsSigned += sender.token?.signedCount ?? 0
             }
+            operations.startSending(state)
             let result = try send(from: state, headers: headers, sender: sender)
             outcome = (result.status, result.message)
         } catch {

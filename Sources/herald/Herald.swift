@@ -1,20 +1,41 @@
 import ArgumentParser
 import Foundation
 
-@main
 struct Herald: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "Bulk push-campaign runner for Apple Push Notification service (APNs).",
         discussion: """
-            Exit codes of `herald run`:
+            Exit codes of `herald run` (cron, systemd and Kubernetes rely on them):
               0   finished: every recipient reached a final state
               2   usage, configuration or audience error before sending
-              3   aborted by a fatal APNs error (auth, topic); fix and rerun
-              4   incomplete: rerun the same command to resume (signal, retries exhausted)
-              5   too many invalid rows
-              75  another run holds the campaign's lock
+                  (every command exits 2 for bad usage or configuration)
+              3   aborted by a fatal APNs error (auth, topic): fix, rerun
+              4   incomplete: rerun the same command to resume
+                  (signal, retries exhausted, deadline)
+              5   too many invalid audience rows (audience.max_invalid_rows)
+              75  another run holds the campaign's lock: try again later
             """,
         subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self, ReportCommand.self]
     )
+}
+
+/// The entry point. ArgumentParser exits 64 (EX_USAGE) for a usage error; herald's documented
+/// contract is 2 for every usage or configuration error of every command, so that a wrapper
+/// script or a Kubernetes `podFailurePolicy` needs one rule ("2: fix the job, do not retry"),
+/// not two. Everything else (help, `ExitCode`s the commands throw) is ArgumentParser's own.
+@main
+enum HeraldMain {
+    static func main() {
+        do {
+            var command = try Herald.parseAsRoot()
+            try command.run()
+        } catch {
+            if Herald.exitCode(for: error) == .validationFailure {
+                FileHandle.standardError.write(Data((Herald.fullMessage(for: error) + "\n").utf8))
+                exit(2)
+            }
+            Herald.exit(withError: error)
+        }
+    }
 }

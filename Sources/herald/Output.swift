@@ -16,7 +16,7 @@ enum Output {
         return f.string(from: NSNumber(value: n)) ?? String(n)
     }
 
-    static func print(_ report: RunReport, spec: JobSpec) {
+    static func print(_ report: RunReport, spec: JobSpec, errorLine: (String) -> Void = { Output.error($0) }) {
         var lines: [String] = []
         if let s = report.summary {
             lines.append("campaign  \(s.campaign)  (run \(s.runId))")
@@ -43,6 +43,6 @@ enum Output {
             FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
         }
         // Errors always go to stderr, so cron mail and CI logs show them whatever stdout does.
-        if report.status != .finished { error(report.message ?? report.status.meaning) }
+        if report.status != .finished { errorLine(report.message ?? report.status.meaning) }
     }
 }

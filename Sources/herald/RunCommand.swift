@@ -3,6 +3,7 @@ import Foundation
 import HeraldCore
 import HeraldJob
 import HeraldPipeline
+import HeraldReports
 import Logging
 
 struct RunCommand: ParsableCommand {
@@ -14,6 +15,10 @@ struct RunCommand: ParsableCommand {
             nobody is sent twice. Running it after the campaign finished sends nothing (and rewrites missing \
             reports), unless --new-run is given or the campaign's name has a {date}, {week} or {month} that \
             moved on.
+
+            Exit codes: 0 finished; 2 usage, configuration or audience error before sending; 3 aborted by a fatal \
+            APNs error (fix the configuration, rerun); 4 incomplete, rerun to resume (signal, retries exhausted, \
+            deadline); 5 too many invalid rows; 75 another run holds the campaign's lock.
             """
     )
 
@@ -38,20 +43,109 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "notice"
 
+    @Option(name: .customLong("log-format"), help: ArgumentHelp("text (for people) or json (one object per line, for log collectors).", valueName: "format"))
+    var logFormat: String = "text"
+
+    @Flag(name: .customLong("log-sensitive"), help: "Show device tokens in full in logs (they are cut to their first 8 hex digits otherwise). Keys and JWTs are never logged.")
+    var logSensitive = false
+
+    @Option(help: ArgumentHelp("auto: a line redrawn in place on a terminal, a log line every --progress-interval otherwise; always: the redrawn line even without a terminal; never.", valueName: "mode"))
+    var progress: String = "auto"
+
+    @Option(name: .customLong("progress-interval"), help: ArgumentHelp("How often a progress log line is written when stderr is not a terminal (30s, 5m).", valueName: "duration"))
+    var progressInterval: String = "60s"
+
+    @Option(name: .customLong("metrics-file"), help: ArgumentHelp("Write Prometheus textfile-collector metrics here (atomically: temp file + rename), periodically and at the end.", valueName: "path.prom"))
+    var metricsFile: String?
+
+    @Option(name: .customLong("metrics-interval"), help: ArgumentHelp("How often the metrics file is rewritten during the run.", valueName: "duration"))
+    var metricsInterval: String = "15s"
+
+    @Option(help: ArgumentHelp("""
+        Send only shard k of n (k 0-based): the recipients whose token hashes to k, with their own state file, lock \
+        and reports directory (suffix -shard-k-of-n). Default: JOB_COMPLETION_INDEX and HERALD_SHARD_COUNT when set \
+        (a Kubernetes Indexed Job).
+        """, valueName: "k/n"))
+    var shard: String?
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(logLevel)\"")
+        }
+        guard HeraldLogHandler.Format(rawValue: logFormat) != nil else { throw ValidationError("--log-format must be text or json, not \"\(logFormat)\"") }
+        guard ProgressTicker.Mode(rawValue: progress) != nil else { throw ValidationError("--progress must be auto, always or never, not \"\(progress)\"") }
+        for (name, value) in [("--progress-interval", progressInterval), ("--metrics-interval", metricsInterval)] {
+            guard let seconds = DurationText.seconds(value), seconds >= 1 else {
+                throw ValidationError("\(name) must be a duration of at least 1s (30s, 5m), not \"\(value)\"")
+            }
+        }
+        if let shard { do { _ = try Shard(text: shard) } catch { throw ValidationError(error.description) } }
+    }
+
     func run() throws {
+        let format = HeraldLogHandler.Format(rawValue: logFormat) ?? .text
+        let level = Logger.Level(rawValue: logLevel) ?? .notice
+        let redaction = LogRedaction(showTokens: logSensitive)
+        LoggingSystem.bootstrap { label in
+            var handler = HeraldLogHandler(label: label, format: format, redaction: redaction)
+            handler.logLevel = level
+            return handler
+        }
         var logger = Logger(label: "herald")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .notice
+        logger.logLevel = level
+        // In JSON mode every stderr line is a JSON object, errors included.
+        let errorLine: (String) -> Void = format == .json ? { [logger] in logger.error("\($0)") } : { Output.error($0) }
+
         let spec: JobSpec
+        let shard: Shard?
         do {
-            spec = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state, reportsDir: reports, endpoint: endpoint, caFile: caFile))
+            shard = try Shard.resolve(option: self.shard, environment: ProcessInfo.processInfo.environment)
+            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state, reportsDir: reports, endpoint: endpoint, caFile: caFile))
+            spec = shard.map { $0.apply(to: loaded) } ?? loaded
+            let others = Shard.otherLayouts(of: loaded.statePath, than: shard)
+            if !others.isEmpty && !FileManager.default.fileExists(atPath: spec.statePath) {
+                throw ShardError.invalid("\(others.joined(separator: ", ")): this campaign has state under another shard layout. "
+                    + "Each shard count splits tokens differently, so \(shard.map { "--shard k/\($0.count)" } ?? "a run without --shard") would send "
+                    + "again what those runs sent. Run it as it was started, or move those state files away to start over")
+            }
         } catch {
-            Output.error("\(error)")
+            errorLine("\(error)")
             throw ExitCode(ExitStatus.usage.rawValue)
         }
+        logger[metadataKey: "campaign"] = .string(spec.campaign)
+        if let shard { logger[metadataKey: "shard"] = .string(shard.description) }
+
+        let progress = RunProgress()
+        let metrics = metricsFile.map { MetricsFile(path: $0, campaign: spec.campaign, shard: shard) }
+        let ticker = ProgressTicker(progress: progress, mode: ProgressTicker.Mode(rawValue: self.progress) ?? .auto,
+                                    logInterval: TimeInterval(DurationText.seconds(progressInterval) ?? 60), logger: logger,
+                                    metrics: metrics, metricsInterval: TimeInterval(DurationText.seconds(metricsInterval) ?? 15),
+                                    structuredLogs: format == .json)
         let runner = CampaignRunner(spec: spec, logger: logger, newRun: newRun)
+        runner.operations = RunOperations(shard: shard, progress: progress)
         runner.installSignalHandlers()
+        ticker.start()
         let report = runner.run()
-        Output.print(report, spec: spec)
+        progress.finish()
+        ticker.stop()
+        if let metrics {
+            do { try metrics.write(progress.snapshot, final: MetricsFile.Final(summary: report.summary, exitCode: report.status.rawValue, counters: report.summary?.figures.counters)) } catch {
+                logger.warning("\(error)")
+            }
+        }
+        if format == .json { logger.notice("run ended", metadata: Self.resultFields(report)) }
+        Output.print(report, spec: spec, errorLine: errorLine)
         if report.status != .finished { throw ExitCode(report.status.rawValue) }
+    }
+
+    /// The result as log fields, so a collector sees the outcome without parsing stdout.
+    static func resultFields(_ report: RunReport) -> Logger.Metadata {
+        var fields: Logger.Metadata = ["exit_code": .string(String(report.status.rawValue)), "reports": .string(report.reportsDir)]
+        if let s = report.summary {
+            fields["run_id"] = .string(s.runId)
+            for status in RecipientStatus.allCases { fields[status.rawValue] = .string(String(s.count(status))) }
+            fields["invalid"] = .string(String(s.invalid))
+        }
+        return fields
     }
 }

@@ -21,10 +21,18 @@ struct StatusCommand: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @Option(help: ArgumentHelp("The shard's state file (as `herald run --shard k/n` keeps it); default: JOB_COMPLETION_INDEX and HERALD_SHARD_COUNT when set.", valueName: "k/n"))
+    var shard: String?
+
+    func validate() throws {
+        if let shard { do { _ = try Shard(text: shard) } catch { throw ValidationError(error.description) } }
+    }
+
     func run() throws {
         let status: CampaignStatus
         do {
-            let spec = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state))
+            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state))
+            let spec = try Shard.resolve(option: shard, environment: ProcessInfo.processInfo.environment).map { $0.apply(to: loaded) } ?? loaded
             status = try CampaignStatus.read(spec: spec)
         } catch {
             Output.error("\(error)")

@@ -1,0 +1,58 @@
+import Foundation
+import HeraldCore
+import HeraldState
+
+/// What `herald run`'s operations flags add to a run: the shard it sends (`--shard`) and the live
+/// counters behind progress and the metrics file. The runner calls it at a few points (one line
+/// each) so that the stages stay unaware of terminals, log formats and Prometheus.
+public final class RunOperations {
+    public let shard: Shard?
+    public let progress: RunProgress?
+    /// Bytes of the audience files before each file: progress counts input bytes over all files.
+    private var fileOffsets: [Int] = []
+
+    public init(shard: Shard? = nil, progress: RunProgress? = nil) {
+        self.shard = shard
+        self.progress = progress
+    }
+
+    /// Whether this process records the row (see `Shard` for which rows a shard owns).
+    func owns(_ event: AudienceEvent) -> Bool {
+        guard let shard else { return true }
+        switch event {
+        case .record(let r): return shard.owns(r.token)
+        case .invalid(let row): return shard.ownsRejectedRow(line: row.location.line)
+        }
+    }
+
+    /// Reading starts at file `first` (later than 0 when a resumed ingest skips read files).
+    func startReading(_ files: [AudienceFile], first: Int) {
+        guard let progress else { return }
+        var offsets: [Int] = []
+        var total = 0
+        for file in files {
+            offsets.append(total)
+            total += ((try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int) ?? 0
+        }
+        fileOffsets = offsets
+        let done = offsets.indices.contains(first) ? offsets[first] : total
+        progress.startReading(totalBytes: total, doneBytes: done)
+    }
+
+    /// Called every few hundred rows and at the end of each file.
+    func reading(file index: Int, bytes: Int, rows: Int) {
+        guard let progress, index < fileOffsets.count else { return }
+        progress.read(bytes: fileOffsets[index] + bytes, rows: rows)
+    }
+
+    /// Sending starts: the state file's counts are this run's starting line.
+    func startSending(_ state: RunState) {
+        guard let progress, let counts = try? state.statusCounts() else { return }
+        progress.startSending(counts: counts)
+    }
+
+    /// A window of answers was committed.
+    func recorded(_ outcomes: [AttemptOutcome]) {
+        progress?.recorded(outcomes)
+    }
+}
