@@ -80,7 +80,7 @@ let package = Package(
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
         ]),
         .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
-        .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

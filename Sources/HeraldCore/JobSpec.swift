@@ -168,8 +168,10 @@ public struct ThrottleSpec: Sendable, Equatable {
     public var silentOverBudget: SilentOverBudget
     /// `throttle.deadline`: no send starts after it (nil: no deadline).
     public var deadline: ThrottleDeadline? = nil
-    public init(rate: Double = 0, silentRate: Double = 50, silentPerDevicePerHour: Int = 2, silentOverBudget: SilentOverBudget = .skip) {
+    public init(rate: Double = 0, silentRate: Double = 50, silentPerDevicePerHour: Int = 2, silentOverBudget: SilentOverBudget = .skip,
+                deadline: ThrottleDeadline? = nil) {
         self.rate = rate; self.silentRate = silentRate; self.silentPerDevicePerHour = silentPerDevicePerHour; self.silentOverBudget = silentOverBudget
+        self.deadline = deadline
     }
 }
 
