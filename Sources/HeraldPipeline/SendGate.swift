@@ -46,8 +46,8 @@ final class SendGate {
     /// `throttleDeferrals`: background pushes held back by the budget this run (skipped or deferred).
     private(set) var counters = DeliveryCounters()
 
-    /// Opens the ledger when the campaign sends background pushes and parks recipients deferred
-    /// by an earlier run whose window is still closed. Create it after `resetRunAttempts`.
+    /// Opens the ledger when the campaign sends background pushes, and makes recipients deferred
+    /// by an earlier run due again so they are checked against it.
     init(spec: JobSpec, state: RunState, maxAttempts: Int, clock: ThrottleClock = SystemThrottleClock(),
          silentWindow: TimeInterval? = nil, logger: Logger, isStopping: @escaping () -> Bool = { false }) throws(RunFailure) {
         throttle = spec.throttle
@@ -65,10 +65,8 @@ final class SendGate {
         if spec.push.type == .background {
             ledger = try CampaignRunner.wrap(.usage) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
-            let parked = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in
-                try state.parkDeferred(runAttemptLimit: maxAttempts, now: clock.now())
-            }
-            if parked > 0 { logger.notice("\(parked) recipient(s) deferred by the silent-push budget wait for their window: left for a later run") }
+            let deferred = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.recheckDeferred(now: clock.now()) }
+            if deferred > 0 { logger.notice("\(deferred) recipient(s) deferred by the silent-push budget are checked against it again") }
             if self.silentWindow != SharedStore.silentWindow {
                 logger.warning("HERALD_TEST_SILENT_WINDOW: silent-push budget window is \(self.silentWindow) s instead of an hour (test setting)")
             }
@@ -129,6 +127,7 @@ final class SendGate {
             let decisions = try commit { () throws(StateError) in
                 try ledger.admitSilent(pushes, campaign: campaign, limit: throttle.silentPerDevicePerHour, window: silentWindow, now: leaves)
             }
+            CrashPoint.ledger.reached()
             var admitted: [ClaimedRecipient] = []
             var deferred: [(seq: Int64, until: Date)] = []
             for (c, d) in zip(candidates, decisions) {

@@ -29,8 +29,8 @@ extension RunState {
     /// `throttle.silent_over_budget: defer`: the recipient waits (status `retry`, reason
     /// `silent_budget`) until its device's window opens, and this invocation neither claims it
     /// again nor waits for it: its run attempts are set to `runAttemptLimit` (the run's
-    /// `retry.max_attempts`). The next `herald run` resets run attempts and sends it once the
-    /// window is open; `parkDeferred` keeps a window still closed from holding that run up.
+    /// `retry.max_attempts`). The next `herald run` checks it again (`recheckDeferred`) and sends it
+    /// if its window is open by then.
     public func deferSilent(_ recipients: [(seq: Int64, until: Date)], runAttemptLimit: Int) throws(StateError) {
         try write { db in
             let update = try db.cachedStatement(sql: """
@@ -41,15 +41,17 @@ extension RunState {
         }
     }
 
-    /// At the start of sending: deferred recipients whose window is still closed are left for a
-    /// later run instead of keeping this one waiting (up to an hour) for them. Returns how many.
+    /// At the start of a run's sending: deferred recipients become due at once, so the run checks
+    /// them against the ledger again (which defers them again, without waiting, while their
+    /// window is closed). The ledger is the truth, not the time computed when they were deferred:
+    /// a raised `silent_per_device_per_hour` applies at once. Returns how many.
     @discardableResult
-    public func parkDeferred(runAttemptLimit: Int, now: Date = Date()) throws(StateError) -> Int {
+    public func recheckDeferred(now: Date = Date()) throws(StateError) -> Int {
         try write { db in
             try db.execute(sql: """
-                UPDATE recipient SET run_attempts = ?
+                UPDATE recipient SET retry_at = ?
                 WHERE run = ? AND status = 'retry' AND reason = '\(Self.silentBudgetReason)' AND retry_at > ?
-                """, arguments: [runAttemptLimit, id, now.timeIntervalSince1970])
+                """, arguments: [now.timeIntervalSince1970, id, now.timeIntervalSince1970])
             return db.changesCount
         }
     }

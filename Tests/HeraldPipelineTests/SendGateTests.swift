@@ -134,11 +134,14 @@ final class FakeThrottleClock: ThrottleClock, @unchecked Sendable {
         #expect(try later.nextRetryTime(maxAttempts: 5) == nil, "and this run does not wait for it")
         #expect(try gate.stopMessage(open: 3)?.contains("3 background push(es) deferred") == true)
 
-        // A later run before the window opens leaves them parked; one after it sends them.
+        // A later run before the window opens checks them again and defers them again, without
+        // waiting for them; one after the window opens sends them.
         try later.resetRunAttempts()
         clock.advance(1000)
-        _ = try SendGate(spec: deferJob, state: later, maxAttempts: 5, clock: clock, logger: logger)
-        #expect(try later.nextRetryTime(maxAttempts: 5) == nil, "parked: the run ends instead of waiting up to an hour")
+        let early = try SendGate(spec: deferJob, state: later, maxAttempts: 5, clock: clock, logger: logger)
+        let again = try early.admit(later.claim(limit: 10, maxAttempts: 5, now: clock.now()))
+        #expect(again.deferred.count == 3 && again.send.isEmpty)
+        #expect(try later.nextRetryTime(maxAttempts: 5) == nil, "the run ends instead of waiting up to an hour")
         try later.resetRunAttempts()
         clock.advance(3600)
         let next = try SendGate(spec: deferJob, state: later, maxAttempts: 5, clock: clock, logger: logger)

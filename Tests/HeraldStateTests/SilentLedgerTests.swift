@@ -58,7 +58,7 @@ import Testing
                 group.addTask {
                     let ledger = try SharedStore(path: path)
                     var n = 0
-                    for round in 0..<5 {
+                    for round in 0..<20 {
                         let batch = tokens.map { SilentPush(token: $0, apnsId: "\(campaign)-\(round)-\($0)") }
                         n += try ledger.admitSilent(batch, campaign: "c\(campaign)", limit: 2, now: Date())
                             .filter { $0 == .admitted }.count
@@ -77,5 +77,21 @@ import Testing
         let ledger = try SharedStore(path: dir.file("m/herald-shared.sqlite"))
         let names = try ledger.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
         #expect(names.contains("2-silent-push-ledger"))
+    }
+}
+
+@Suite struct SharedStoreOpeningTests {
+    let dir = TemporaryDirectory("shared-open")
+
+    /// Campaigns started by the same cron minute open a new shared file together: each one
+    /// migrates it or finds it migrated, none fails.
+    @Test func manyCampaignsOpeningANewSharedFileAtOnceAllSucceed() async throws {
+        for round in 0..<20 {
+            let path = dir.file("r\(round)/herald-shared.sqlite")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<6 { group.addTask { _ = try SharedStore(path: path) } }
+                try await group.waitForAll()
+            }
+        }
     }
 }
