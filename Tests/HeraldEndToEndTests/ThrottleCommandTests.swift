@@ -100,6 +100,7 @@ import Testing
         #expect(db[Self.token(4)]?.status == "sent")
         #expect(try counts("budget", "b")["throttled"] == 3)
         #expect(try (summary("budget", "b")["by_reason"] as? [String: Int])?["silent_budget"] == 3)
+        #expect(try (summary("budget", "b")["reason_actions"] as? [String: String])?["silent_budget"] == "not_sent")
         #expect(rb.stdout.contains("3 throttled"), "\(rb.stdout)")
 
         // defer: pending, the run says why and exits 4; a rerun inside the window still sends nothing.
