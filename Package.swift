@@ -81,7 +81,7 @@ let package = Package(
         ]),
         .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
         .testTarget(name: "HeraldReportsTests", dependencies: ["HeraldReports", "HeraldState", "HeraldCore", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

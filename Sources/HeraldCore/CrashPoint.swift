@@ -15,6 +15,8 @@ public enum CrashPoint: String, Sendable {
     case send
     /// After a report file is renamed into place, before the next one.
     case report
+    /// After a batch's silent-push ledger entries are committed, before its pushes leave.
+    case ledger
 
     static let target: (CrashPoint, Int)? = {
         guard let value = ProcessInfo.processInfo.environment["HERALD_TEST_STALL_AT"] else { return nil }

@@ -166,8 +166,29 @@ public struct ThrottleSpec: Sendable, Equatable {
     public var silentRate: Double
     public var silentPerDevicePerHour: Int
     public var silentOverBudget: SilentOverBudget
-    public init(rate: Double = 0, silentRate: Double = 50, silentPerDevicePerHour: Int = 2, silentOverBudget: SilentOverBudget = .skip) {
+    /// `throttle.deadline`: no send starts after it (nil: no deadline).
+    public var deadline: ThrottleDeadline? = nil
+    public init(rate: Double = 0, silentRate: Double = 50, silentPerDevicePerHour: Int = 2, silentOverBudget: SilentOverBudget = .skip,
+                deadline: ThrottleDeadline? = nil) {
         self.rate = rate; self.silentRate = silentRate; self.silentPerDevicePerHour = silentPerDevicePerHour; self.silentOverBudget = silentOverBudget
+        self.deadline = deadline
+    }
+}
+
+/// `throttle.deadline`: an absolute time, a duration from the start of each `herald run`, or
+/// both (the earlier wins). A duration is per invocation so that a cron job gets a sending window
+/// every time it runs; an absolute time is the moment the notification stops being worth sending.
+public struct ThrottleDeadline: Sendable, Equatable {
+    /// UNIX seconds.
+    public var at: Int?
+    /// Seconds after the run starts sending.
+    public var after: Int?
+    public init(at: Int? = nil, after: Int? = nil) { self.at = at; self.after = after }
+
+    /// The deadline, in UNIX seconds, of a run that started sending at `start`.
+    public func instant(startedAt start: Double) -> Double {
+        let bounds = [at.map(Double.init), after.map { start + Double($0) }].compactMap { $0 }
+        return bounds.min() ?? .infinity
     }
 }
 

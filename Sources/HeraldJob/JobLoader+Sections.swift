@@ -173,9 +173,48 @@ extension Context {
         t.silentRate = try m.double("silent_rate", min: 0) ?? t.silentRate
         t.silentPerDevicePerHour = try m.int("silent_per_device_per_hour", range: 0...100) ?? t.silentPerDevicePerHour
         t.silentOverBudget = try m.choice("silent_over_budget", SilentOverBudget.self) ?? t.silentOverBudget
-        if m.has("deadline") { throw m.error("deadline", "is not supported yet") }
+        t.deadline = try parseDeadline(&m)
         try m.finish(known: ["rate", "silent_rate", "silent_per_device_per_hour", "silent_over_budget", "deadline"])
         return t
+    }
+
+    /// `throttle.deadline`: `2h` (after the run starts), `"2026-12-01T06:00:00Z"` or a UNIX time,
+    /// or `{ at: …, after: … }` for both (the earlier wins). Times use push.expiration's grammar.
+    func parseDeadline(_ m: inout YAMLMapping) throws(JobError) -> ThrottleDeadline? {
+        guard let (node, line) = m.node("deadline") else { return nil }
+        let expected = "must be a duration from the start of the run (90m, 2h), a UNIX time, a UTC time like 2026-12-01T06:00:00Z, or { at: time, after: duration }"
+        func bound(_ text: String, _ key: String, line: Int?) throws(JobError) -> ThrottleDeadline {
+            switch ExpirationText.parse(text) {
+            case .relative(let s) where s > 0: return ThrottleDeadline(after: s)
+            case .absolute(let t): return ThrottleDeadline(at: t)
+            default: throw JobError(file: file, line: line, "\(key) \(expected), not \"\(text)\"")
+            }
+        }
+        switch node {
+        case .scalar(let s):
+            if node.null != nil && s.style == .plain { return nil }
+            return try bound(s.string, m.qualified("deadline"), line: line)
+        case .mapping:
+            var d = try YAMLMapping(node, path: m.qualified("deadline"), file: file)
+            var out = ThrottleDeadline()
+            if let (n, l) = d.node("at") {
+                guard case .scalar(let s) = n, let at = try bound(s.string, d.qualified("at"), line: l).at else {
+                    throw JobError(file: file, line: l, "\(d.qualified("at")) must be a UNIX time or a UTC time like 2026-12-01T06:00:00Z")
+                }
+                out.at = at
+            }
+            if let (n, l) = d.node("after") {
+                guard case .scalar(let s) = n, let after = try? bound(s.string, d.qualified("after"), line: l).after else {
+                    throw JobError(file: file, line: l, "\(d.qualified("after")) must be a duration such as 90m or 2h")
+                }
+                out.after = after
+            }
+            try d.finish(known: ["at", "after"])
+            guard out.at != nil || out.after != nil else { throw JobError(file: file, line: line, "\(m.qualified("deadline")) needs at or after") }
+            return out
+        default:
+            throw JobError(file: file, line: line, "\(m.qualified("deadline")) \(expected)")
+        }
     }
 
     /// A template file is JSON (or YAML, of which JSON is a subset); parsed with Yams so key order is kept.

@@ -21,27 +21,28 @@ extension CampaignRunner {
         let maxAttempts = spec.retry.maxAttempts
         try Self.wrap(.usage) { () throws(StateError) in try state.resetRunAttempts() }
         let shared = headers.shared
-        let limiter = RateLimiter(perSecond: spec.throttle.rate)
+        let gate = try SendGate(spec: spec, state: state, maxAttempts: maxAttempts, logger: logger) { [unowned self] in self.stopRequested.load(ordering: .relaxed) }
+        defer { deliveryCounters.throttleDeferrals += gate.counters.throttleDeferrals }
         var sent = 0
-        var batchSize = window
-        if spec.throttle.rate > 0 { batchSize = max(1, min(window, Int(spec.throttle.rate))) }
+        let batchSize = gate.batchSize(window: window)
 
-        while !stopRequested.load(ordering: .relaxed) {
-            let claimed = try Self.wrap(.incomplete) { () throws(StateError) in try state.claim(limit: batchSize, maxAttempts: maxAttempts) }
-            if claimed.isEmpty {
+        while !stopRequested.load(ordering: .relaxed) && !gate.deadlinePassed {
+            let batch = try Self.wrap(.incomplete) { () throws(StateError) in try state.claim(limit: batchSize, maxAttempts: maxAttempts) }
+            if batch.isEmpty {
                 let next = try Self.wrap(.incomplete) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
                 guard let next else { break }
                 let wait = next.timeIntervalSinceNow
                 if wait > 0 { Thread.sleep(forTimeInterval: min(wait, 1.0)) }
                 continue
             }
-            limiter.acquire(claimed.count)
+            let claimed = try gate.admit(batch).send
+            if claimed.isEmpty { continue }
             let now = Int(Date().timeIntervalSince1970)
             let requests = claimed.map { c in
                 let own = c.headers
                 return PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: shared.topic, pushType: shared.pushType,
                                    priority: own?.priority ?? shared.priority, collapseId: own.map { $0.collapseId } ?? shared.collapseId,
-                                   expiration: (own?.expiration ?? shared.expiration).headerValue(sentAt: now))
+                                   expiration: gate.expiration(own?.expiration ?? shared.expiration, sentAt: now))
             }
             let results: [PushResult]
             do {
@@ -71,6 +72,7 @@ extension CampaignRunner {
         if stopRequested.load(ordering: .relaxed) {
             return SendResult(status: .incomplete, message: "stopped by signal; \(open) recipient(s) not final yet, rerun to resume", sent: sent)
         }
+        if let why = try gate.stopMessage(open: open) { return SendResult(status: .incomplete, message: why, sent: sent) }
         if open > 0 {
             return SendResult(status: .incomplete, message: "\(open) recipient(s) still retryable after \(spec.retry.maxAttempts) attempts; rerun to resume", sent: sent)
         }

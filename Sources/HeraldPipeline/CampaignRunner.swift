@@ -76,9 +76,6 @@ public final class CampaignRunner {
             if !spec.audience.prescan {
                 throw RunFailure(.usage, "\(spec.jobFile): audience.prescan: false is not supported yet: herald records the whole audience (one read, which is the prescan) before the first push; sending while reading is not built")
             }
-            if spec.push.type == .background {
-                throw RunFailure(.usage, "\(spec.jobFile): push.type background is not supported yet (the per-device silent-push budget, throttle.silent_per_device_per_hour, comes first)")
-            }
             payloads = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             store = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }

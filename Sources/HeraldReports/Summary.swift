@@ -70,7 +70,7 @@ public struct Summary: Sendable {
     /// connection errors are herald's own).
     static func action(for reason: String) -> String {
         if reason == "gave_up" { return "gave_up" }
-        if reason == "vanished_from_audience" || reason == "suppression_list" { return "not_sent" }
+        if reason == "vanished_from_audience" || reason == "suppression_list" || reason == "silent_budget" { return "not_sent" }
         if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
         if reason.hasPrefix("HTTP ") { return "unknown" }
         return APNsReason(reason).entry?.action.rawValue ?? "unknown"

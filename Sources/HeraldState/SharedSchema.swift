@@ -8,6 +8,20 @@ enum SharedSchema {
         m.registerMigration("1-shared-meta") { db in
             try db.execute(sql: "CREATE TABLE shared_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         }
+        // The silent-push ledger (SharedStore+Ledger.swift): one row per background notification
+        // admitted by any campaign of the state directory, written before the push leaves.
+        m.registerMigration("2-silent-push-ledger") { db in
+            try db.execute(sql: """
+                CREATE TABLE silent_push (
+                    token TEXT NOT NULL,
+                    apns_id TEXT NOT NULL,
+                    campaign TEXT NOT NULL,
+                    sent_at REAL NOT NULL
+                );
+                CREATE INDEX silent_push_token ON silent_push(token, sent_at);
+                CREATE INDEX silent_push_age ON silent_push(sent_at);
+                """)
+        }
         // Tokens APNs answered 410 (Unregistered, ExpiredToken), per environment and topic (a token is
         // dead for one app in one environment, not everywhere). `invalidated_at` is APNs' timestamp
         // (ms since the epoch), the latest seen; later campaigns skip these tokens unless the

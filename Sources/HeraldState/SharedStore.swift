@@ -42,7 +42,12 @@ public final class SharedStore: Sendable {
             db = try DatabaseQueue(path: path, configuration: config)
             if !readOnly {
                 _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-                try SharedSchema.migrator.migrate(db)
+                // Campaigns starting together may both find a migration unapplied (GRDB reads the
+                // applied list before the migration's own transaction); the loser's CREATE fails
+                // and rolls back, and on the next try it finds the migration recorded.
+                for attempt in 1... {
+                    do { try SharedSchema.migrator.migrate(db); break } catch where attempt < 5 { continue }
+                }
             }
         } catch {
             throw StateError(path: path, error)

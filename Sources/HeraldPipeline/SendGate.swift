@@ -1,0 +1,194 @@
+import Foundation
+import HeraldCore
+import HeraldState
+import Logging
+
+/// The throttle between claiming recipients and sending them: `throttle.deadline`, the
+/// silent-push budget (`throttle.silent_per_device_per_hour` across every campaign of the state
+/// directory, by `throttle.silent_over_budget`), then `throttle.rate` and `throttle.silent_rate`.
+///
+/// Any send loop calls `admit` once per claimed batch, before building requests, and sends only
+/// `Admission.send`; the recipients it holds back are already committed to the state file, so the
+/// loop has nothing else to do for them. Order matters for crash safety: the ledger entry of a
+/// background push is committed before `admit` returns it (a crash after that leaves an unused
+/// slot, never an unrecorded push).
+final class SendGate {
+    /// What `admit` decided for one claimed batch.
+    struct Admission {
+        /// Send these now: the rate wait is done and background pushes are in the ledger.
+        var send: [ClaimedRecipient] = []
+        /// Over the silent budget with `skip`: committed as `throttled`.
+        var throttled: [Int64] = []
+        /// Over the silent budget with `defer`: committed as waiting for their window (`retry`, `silent_budget`).
+        var deferred: [Int64] = []
+        /// Not sent in this run after all (deadline, or a stop while waiting for the rate): back to `pending`.
+        var unclaimed: [Int64] = []
+    }
+
+    let throttle: ThrottleSpec
+    let pushType: PushType
+    let state: RunState
+    let campaign: String
+    /// `retry.max_attempts`: deferred recipients are parked at it so this run does not wait for them.
+    let maxAttempts: Int
+    let clock: ThrottleClock
+    let isStopping: () -> Bool
+    let logger: Logger
+    /// The ledger; nil unless the campaign sends background pushes.
+    let ledger: SharedStore?
+    /// Apple's hour; shorter only in tests (`HERALD_TEST_SILENT_WINDOW`).
+    let silentWindow: TimeInterval
+    /// UNIX seconds after which no send starts (`.infinity`: no deadline).
+    let deadline: Double
+    private var overall: TokenBucket
+    private var silent: TokenBucket
+    private(set) var deadlineReached = false
+    /// `throttleDeferrals`: background pushes held back by the budget this run (skipped or deferred).
+    private(set) var counters = DeliveryCounters()
+
+    /// Opens the ledger when the campaign sends background pushes, and makes recipients deferred
+    /// by an earlier run due again so they are checked against it.
+    init(spec: JobSpec, state: RunState, maxAttempts: Int, clock: ThrottleClock = SystemThrottleClock(),
+         silentWindow: TimeInterval? = nil, logger: Logger, isStopping: @escaping () -> Bool = { false }) throws(RunFailure) {
+        throttle = spec.throttle
+        pushType = spec.push.type
+        self.state = state
+        self.maxAttempts = maxAttempts
+        self.clock = clock
+        self.isStopping = isStopping
+        self.logger = logger
+        self.silentWindow = silentWindow ?? Self.testSilentWindow ?? SharedStore.silentWindow
+        let mono = clock.monotonic()
+        overall = TokenBucket(rate: spec.throttle.rate, now: mono)
+        silent = TokenBucket(rate: spec.push.type == .background ? spec.throttle.silentRate : 0, now: mono)
+        deadline = spec.throttle.deadline?.instant(startedAt: clock.now().timeIntervalSince1970) ?? .infinity
+        if spec.push.type == .background {
+            ledger = try CampaignRunner.wrap(.usage) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
+            campaign = (try? state.reload().campaign) ?? spec.campaign
+            let deferred = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.recheckDeferred(now: clock.now()) }
+            if deferred > 0 { logger.notice("\(deferred) recipient(s) deferred by the silent-push budget are checked against it again") }
+            if self.silentWindow != SharedStore.silentWindow {
+                logger.warning("HERALD_TEST_SILENT_WINDOW: silent-push budget window is \(self.silentWindow) s instead of an hour (test setting)")
+            }
+        } else {
+            ledger = nil
+            campaign = spec.campaign
+        }
+    }
+
+    /// The test-only window length, in seconds, from `HERALD_TEST_SILENT_WINDOW`, so an end-to-end
+    /// test can see a deferred push go out "after its window" without waiting an hour.
+    static let testSilentWindow: TimeInterval? = ProcessInfo.processInfo.environment["HERALD_TEST_SILENT_WINDOW"]
+        .flatMap(Double.init).flatMap { $0 > 0 ? $0 : nil }
+
+    /// How many recipients to claim at once: the in-flight window, cut to one second of sends when
+    /// a rate applies, so a batch never waits long and the rate stays smooth.
+    func batchSize(window: Int) -> Int {
+        let rates = [overall, silent].filter { !$0.isUnlimited }.map(\.rate)
+        guard let rate = rates.min() else { return window }
+        return max(1, min(window, Int(rate)))
+    }
+
+    var deadlinePassed: Bool { deadlineReached || clock.now().timeIntervalSince1970 >= deadline }
+
+    /// `apns-expiration` for a recipient: the job's (or the recipient's) when set, else the
+    /// deadline, after which the notification is no longer worth delivering.
+    func expiration(_ configured: ExpirationSpec, sentAt now: Int) -> Int? {
+        if configured == .unset, deadline.isFinite { return Int(deadline.rounded(.down)) }
+        return configured.headerValue(sentAt: now)
+    }
+
+    /// Decides a claimed batch (see `Admission`), commits the held-back recipients, waits for the
+    /// rate, and returns what to send now.
+    func admit(_ batch: [ClaimedRecipient]) throws(RunFailure) -> Admission {
+        var a = Admission()
+        guard !batch.isEmpty else { return a }
+        var candidates = batch
+        let now = clock.now()
+        let mono = clock.monotonic()
+
+        // Deadline: start only what the rate lets leave before it.
+        if deadline.isFinite {
+            let left = deadline - now.timeIntervalSince1970
+            let fits = left <= 0 ? 0 : min(overall.affordable(now: mono, by: mono + left), silent.affordable(now: mono, by: mono + left))
+            if fits < candidates.count {
+                deadlineReached = true
+                a.unclaimed = candidates[fits...].map(\.seq)
+                candidates = Array(candidates[..<fits])
+                try commit { () throws(StateError) in try state.unclaim(a.unclaimed) }
+            }
+        }
+
+        // The silent-push budget, before the rate: a push held back takes no rate token. Entries
+        // are stamped when the push will actually leave (after the rate wait), never earlier.
+        if let ledger, !candidates.isEmpty {
+            let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
+            let pushes = candidates.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }
+            let decisions = try commit { () throws(StateError) in
+                try ledger.admitSilent(pushes, campaign: campaign, limit: throttle.silentPerDevicePerHour, window: silentWindow, now: leaves)
+            }
+            CrashPoint.ledger.reached()
+            var admitted: [ClaimedRecipient] = []
+            var deferred: [(seq: Int64, until: Date)] = []
+            for (c, d) in zip(candidates, decisions) {
+                switch d {
+                case .admitted: admitted.append(c)
+                case .overBudget(let opens):
+                    if throttle.silentOverBudget == .skip { a.throttled.append(c.seq) } else { deferred.append((c.seq, opens)) }
+                }
+            }
+            a.deferred = deferred.map(\.seq)
+            counters.throttleDeferrals += a.throttled.count + deferred.count
+            if !a.throttled.isEmpty { try commit { () throws(StateError) in try state.markThrottled(a.throttled) } }
+            if !deferred.isEmpty { try commit { () throws(StateError) in try state.deferSilent(deferred, runAttemptLimit: maxAttempts) } }
+            candidates = admitted
+        }
+
+        // The rate: wait (in short slices, so a signal is not kept waiting) until the batch may leave.
+        if !candidates.isEmpty {
+            var wait = max(overall.reserve(candidates.count, now: mono), silent.reserve(candidates.count, now: mono))
+            while wait > 0 {
+                if isStopping() {
+                    a.unclaimed += candidates.map(\.seq)
+                    let back = candidates.map(\.seq)
+                    try commit { () throws(StateError) in try state.unclaim(back) }
+                    return a
+                }
+                let slice = min(wait, 0.2)
+                clock.sleep(slice)
+                wait -= slice
+            }
+        }
+        a.send = candidates
+        return a
+    }
+
+    /// Why the run ends incomplete because of the throttle, if it does: said instead of the
+    /// generic "still retryable" message.
+    func stopMessage(open: Int) throws(RunFailure) -> String? {
+        guard open > 0 else { return nil }
+        let waiting = try commit { () throws(StateError) in try state.deferredSilent() }
+        var parts: [String] = []
+        if deadlinePassed {
+            let when = Date(timeIntervalSince1970: deadline)
+            parts.append("throttle.deadline (\(Self.iso(when))) reached: no new sends started after it")
+        }
+        if waiting.count > 0 {
+            let when = waiting.earliest.map { " (the first at \(Self.iso($0)))" } ?? ""
+            parts.append("\(waiting.count) background push(es) deferred by the silent-push budget "
+                         + "(throttle.silent_per_device_per_hour \(throttle.silentPerDevicePerHour)) until their device's window opens\(when)")
+        }
+        guard !parts.isEmpty else { return nil }
+        return parts.joined(separator: "; ") + "; \(open) recipient(s) not final yet, rerun to resume"
+    }
+
+    static func iso(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: date)
+    }
+
+    private func commit<T>(_ body: () throws(StateError) -> T) throws(RunFailure) -> T {
+        try CampaignRunner.wrap(.incomplete, body)
+    }
+}

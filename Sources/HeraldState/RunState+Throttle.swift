@@ -1,0 +1,80 @@
+import Foundation
+import GRDB
+
+/// What the throttle (`SendGate` in HeraldPipeline) does to recipients it claimed but does not
+/// send. None of these counts as an attempt: the claim's attempt is taken back, and a recipient
+/// never attempted loses the attempt times the claim stamped (so `retry.give_up_after`, which
+/// counts from the first attempt, does not start for a push that never left).
+extension RunState {
+    /// The reason recorded for a recipient held back by the silent-push budget.
+    public static let silentBudgetReason = "silent_budget"
+
+    private static let untakeAttempt = """
+        attempts = MAX(attempts - 1, 0),
+        first_attempt_at = CASE WHEN attempts <= 1 THEN NULL ELSE first_attempt_at END,
+        last_attempt_at = CASE WHEN attempts <= 1 THEN NULL ELSE last_attempt_at END
+        """
+
+    /// `throttle.silent_over_budget: skip`: final status `throttled`, reason `silent_budget`.
+    public func markThrottled(_ recipients: [Int64]) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = 'throttled', http_status = NULL, reason = '\(Self.silentBudgetReason)', retry_at = NULL,
+                    \(Self.untakeAttempt) WHERE seq = ?
+                """)
+            for seq in recipients { try update.execute(arguments: [seq]) }
+        }
+    }
+
+    /// `throttle.silent_over_budget: defer`: the recipient waits (status `retry`, reason
+    /// `silent_budget`) until its device's window opens, and this invocation neither claims it
+    /// again nor waits for it: its run attempts are set to `runAttemptLimit` (the run's
+    /// `retry.max_attempts`). The next `herald run` checks it again (`recheckDeferred`) and sends it
+    /// if its window is open by then.
+    public func deferSilent(_ recipients: [(seq: Int64, until: Date)], runAttemptLimit: Int) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = 'retry', http_status = NULL, reason = '\(Self.silentBudgetReason)', retry_at = ?,
+                    run_attempts = ?, \(Self.untakeAttempt) WHERE seq = ?
+                """)
+            for r in recipients { try update.execute(arguments: [r.until.timeIntervalSince1970, runAttemptLimit, r.seq]) }
+        }
+    }
+
+    /// At the start of a run's sending: deferred recipients become due at once, so the run checks
+    /// them against the ledger again (which defers them again, without waiting, while their
+    /// window is closed). The ledger is the truth, not the time computed when they were deferred:
+    /// a raised `silent_per_device_per_hour` applies at once. Returns how many.
+    @discardableResult
+    public func recheckDeferred(now: Date = Date()) throws(StateError) -> Int {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE recipient SET retry_at = ?
+                WHERE run = ? AND status = 'retry' AND reason = '\(Self.silentBudgetReason)' AND retry_at > ?
+                """, arguments: [now.timeIntervalSince1970, id, now.timeIntervalSince1970])
+            return db.changesCount
+        }
+    }
+
+    /// Recipients deferred by the silent-push budget and still waiting, and the earliest time one may go.
+    public func deferredSilent() throws(StateError) -> (count: Int, earliest: Date?) {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*) AS n, MIN(retry_at) AS earliest FROM recipient
+                WHERE run = ? AND status = 'retry' AND reason = '\(Self.silentBudgetReason)'
+                """, arguments: [id])
+            return (row?["n"] ?? 0, (row?["earliest"] as Double?).map { Date(timeIntervalSince1970: $0) })
+        }
+    }
+
+    /// Claimed recipients that will not be sent in this run after all (`throttle.deadline`, or a
+    /// stop while waiting for the rate): back to `pending`, the claim's attempt taken back.
+    public func unclaim(_ recipients: [Int64]) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = 'pending', run_attempts = MAX(run_attempts - 1, 0), \(Self.untakeAttempt) WHERE seq = ?
+                """)
+            for seq in recipients { try update.execute(arguments: [seq]) }
+        }
+    }
+}
