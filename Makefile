@@ -3,14 +3,18 @@
 # run as root, printing the exact command otherwise).
 SHELL := /bin/bash
 SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
+# Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests).
+TEST_PACKAGES := chromium
 HERALD_DEBUG := .build/debug/herald
 HERALD_RELEASE := .build/release/herald
 
-.PHONY: deps build release test demo bench clean
+.PHONY: deps test-deps build release test demo bench clean
 
-deps:
+deps: PACKAGES = $(SYSTEM_PACKAGES)
+test-deps: PACKAGES = $(TEST_PACKAGES)
+deps test-deps:
 	@missing=""; \
-	for p in $(SYSTEM_PACKAGES); do \
+	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -30,7 +34,7 @@ build: deps
 release: deps
 	swift build -c release --product herald
 
-test: deps
+test: deps test-deps
 	swift build --build-tests
 	swift test --skip-build
 
@@ -41,7 +45,7 @@ demo: build
 	@rm -rf state/demo-spring-sale.sqlite* reports/demo-spring-sale
 	$(HERALD_DEBUG) run jobs/demo.yaml
 	@echo
-	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (deliveries.csv, invalid.csv, summary.json)"
+	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (summary.html, deliveries.csv, deliveries.ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)"
 
 bench: release
 	swift build -c release --product herald-bench
