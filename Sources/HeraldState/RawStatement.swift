@@ -1,8 +1,9 @@
 import GRDB
 import GRDBSQLite
 
-/// Binds and steps a GRDB-prepared statement through SQLite's C API, for the two loops that run
-/// once per audience row (appending staged rows, reading tokens back in sorted order).
+/// Binds and steps a GRDB-prepared statement through SQLite's C API, for the loops that run once
+/// per recipient: appending staged rows, reading tokens for deduplication, and the send-side
+/// checkpoints (claiming a batch as inflight, recording its answers).
 ///
 /// Why not GRDB's `execute(arguments:)` there: it boxes every value into a `DatabaseValue` array
 /// (and each payload into `Data`), about 4.6 µs a row, which was most of the time of ingesting a
@@ -32,6 +33,7 @@ struct RawStatement {
     func bind(_ index: Int32, _ value: String?) { if let value { bind(index, value) } else { bindNull(index) } }
     func bind(_ index: Int32, _ value: Int?) { if let value { bind(index, value) } else { bindNull(index) } }
     func bind(_ index: Int32, _ value: Int64?) { if let value { bind(index, value) } else { bindNull(index) } }
+    func bind(_ index: Int32, _ value: Double?) { if let value { sqlite3_bind_double(handle, index, value) } else { bindNull(index) } }
 
     func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient) }
@@ -64,6 +66,11 @@ struct RawStatement {
 struct RawRow {
     let handle: OpaquePointer
     func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
+    func int(_ column: Int32) -> Int { Int(sqlite3_column_int64(handle, column)) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
+    func string(_ column: Int32) -> String { String(decoding: bytes(column), as: UTF8.self) }
+    func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+    func byteArray(_ column: Int32) -> [UInt8] { Array(bytes(column)) }
     /// The column's bytes (text or blob), without copying.
     func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
         // blob first, then bytes: SQLite's documented order, no conversion in between.

@@ -48,35 +48,41 @@ extension RunState {
         try write { db in
             // One indexed range scan per status (recipient_status is (status, seq)): an OR across
             // statuses would scan every sent row on every claim, quadratic in the audience.
-            var rows: [Row] = []
-            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?")] where rows.count < limit {
-                var arguments: StatementArguments = [id, status, maxAttempts]
-                if !extra.isEmpty { _ = arguments.append(contentsOf: [now.timeIntervalSince1970]) }
-                _ = arguments.append(contentsOf: [limit - rows.count])
-                rows += try Row.fetchAll(db, sql: """
-                    SELECT r.seq, r.token, COALESCE(a.payload, r.payload) AS payload, r.apns_id, r.attempts,
-                           a.priority, a.collapse_id, a.expiration
-                    FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
-                    WHERE r.run = ? AND r.status = ? AND r.run_attempts < ?\(extra) ORDER BY r.seq LIMIT ?
-                    """, arguments: arguments)
-            }
+            // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
+            // column name cost more than the UPDATE itself, once per recipient per attempt.
             let stamp = Timestamp.iso(now)
-            let update = try db.cachedStatement(sql: """
+            let update = try RawStatement(db, sql: """
                 UPDATE recipient SET status = 'inflight', attempts = attempts + 1, run_attempts = run_attempts + 1,
-                    first_attempt_at = COALESCE(first_attempt_at, ?), last_attempt_at = ? WHERE seq = ?
+                    first_attempt_at = COALESCE(first_attempt_at, ?1), last_attempt_at = ?1 WHERE seq = ?2
                 """)
+            update.bind(1, stamp)
             var out: [ClaimedRecipient] = []
-            out.reserveCapacity(rows.count)
-            for r in rows {
-                try update.execute(arguments: [stamp, stamp, r["seq"] as Int64])
-                let payload: Data = r["payload"]
-                var headers: RecipientHeaders?
-                if let priority = r["priority"] as Int? {
-                    let expiration = (r["expiration"] as String?).flatMap { ExpirationSpec(storageText: $0) } ?? .unset
-                    headers = RecipientHeaders(priority: priority, collapseId: r["collapse_id"], expiration: expiration)
+            out.reserveCapacity(limit)
+            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?5")] where out.count < limit {
+                let select = try RawStatement(db, sql: """
+                    SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
+                    FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
+                    WHERE r.run = ?1 AND r.status = ?2 AND r.run_attempts < ?3\(extra) ORDER BY r.seq LIMIT ?4
+                    """)
+                select.bind(1, id)
+                select.bind(2, status)
+                select.bind(3, maxAttempts)
+                select.bind(4, limit - out.count)
+                if !extra.isEmpty { select.bind(5, now.timeIntervalSince1970 as Double?) }
+                try select.forEachRow { r in
+                    var headers: RecipientHeaders?
+                    if !r.isNull(5) {
+                        let expiration = r.optionalString(7).flatMap { ExpirationSpec(storageText: $0) } ?? .unset
+                        headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
+                    }
+                    out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)), payload: r.byteArray(2),
+                                                apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers))
                 }
-                out.append(ClaimedRecipient(seq: r["seq"], token: DeviceToken(trustedCanonical: r["token"]), payload: Array(payload),
-                                            apnsId: r["apns_id"], attempts: (r["attempts"] as Int) + 1, headers: headers))
+            }
+            // Marked after reading: the SELECT's index is the one the UPDATE changes.
+            for c in out {
+                update.bind(2, c.seq)
+                try update.execute()
             }
             return out
         }
@@ -98,14 +104,22 @@ extension RunState {
     /// Commits a batch of answers in one transaction.
     public func record(_ outcomes: [AttemptOutcome]) throws(StateError) {
         try write { db in
-            let update = try db.cachedStatement(sql: """
+            let update = try RawStatement(db, sql: """
                 UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
                     retry_at = ?, invalidated_at = COALESCE(?, invalidated_at), apns_unique_id = COALESCE(?, apns_unique_id),
                     latency_ms = COALESCE(?, latency_ms) WHERE seq = ?
                 """)
             for o in outcomes {
-                try update.execute(arguments: [o.status.rawValue, o.httpStatus, o.reason, o.responseApnsId,
-                                               o.retryAt?.timeIntervalSince1970, o.invalidatedAt, o.apnsUniqueId, o.latencyMs, o.seq])
+                update.bind(1, o.status.rawValue)
+                update.bind(2, o.httpStatus)
+                update.bind(3, o.reason)
+                update.bind(4, o.responseApnsId)
+                update.bind(5, o.retryAt?.timeIntervalSince1970)
+                update.bind(6, o.invalidatedAt)
+                update.bind(7, o.apnsUniqueId)
+                update.bind(8, o.latencyMs)
+                update.bind(9, o.seq)
+                try update.execute()
             }
         }
     }
