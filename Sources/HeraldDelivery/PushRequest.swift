@@ -29,10 +29,20 @@ public enum PushOutcome: Sendable, Equatable {
 }
 
 public struct PushResult: Sendable {
-    /// Index of the request in the batch it was sent in.
+    /// Index of the request in the batch it was sent in (`PushJob.index` when streaming).
     public var index: Int
     public var outcome: PushOutcome
     public var latencyMs: Int
     /// The HTTP version libcurl negotiated (20 for HTTP/2), for tests and diagnostics.
     public var httpVersion: Int
+    /// Which of the sender's connections carried it.
+    public var connection: Int = 0
+    /// For a transport failure: which loss of that connection (the streams one reset fails share
+    /// it), so the circuit breaker counts a connection loss once. 0 for answers.
+    public var event: Int = 0
+
+    public init(index: Int, outcome: PushOutcome, latencyMs: Int = 0, httpVersion: Int = 20, connection: Int = 0, event: Int = 0) {
+        self.index = index; self.outcome = outcome; self.latencyMs = latencyMs; self.httpVersion = httpVersion
+        self.connection = connection; self.event = event
+    }
 }

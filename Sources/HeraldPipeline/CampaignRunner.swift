@@ -15,6 +15,8 @@ public struct RunReport: Sendable {
     public var summary: Summary?
     public var reportsDir: String
     public var statePath: String
+    /// The send stage's counters (connections opened, JWTs signed, retries).
+    public var counters = DeliveryCounters()
 }
 
 /// Runs one campaign: ingest the audience into the state file, send every pending recipient,
@@ -117,6 +119,7 @@ public final class CampaignRunner {
             }
             let result = try send(from: state, headers: headers, sender: sender)
             sentThisRun = result.sent
+            report.counters = result.counters
             outcome = (result.status, result.message)
         } catch {
             outcome = (error.status, error.message)

@@ -39,11 +39,16 @@ extension RunState {
     /// (attempt counted) before returning: what leaves the process is always on disk first.
     /// `inflight` rows left by a crashed run are taken again (outcome unknown: resent with the same apns-id).
     public func claim(limit: Int, maxAttempts: Int = Int.max, now: Date = Date()) throws(StateError) -> [ClaimedRecipient] {
-        try write { db in
+        try write { db in try claim(db, limit: limit, maxAttempts: maxAttempts, now: now) }
+    }
+
+    /// `includeInflight: false` is for a sender that has its own inflight recipients on the wire.
+    func claim(_ db: Database, limit: Int, maxAttempts: Int, now: Date, includeInflight: Bool = true) throws -> [ClaimedRecipient] {
+        do {
             // One indexed range scan per status (recipient_status is (status, seq)): an OR across
             // statuses would scan every sent row on every claim, quadratic in the audience.
             var rows: [Row] = []
-            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?")] where rows.count < limit {
+            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?")] where rows.count < limit && (includeInflight || status != "inflight") {
                 var arguments: StatementArguments = [id, status, maxAttempts]
                 if !extra.isEmpty { _ = arguments.append(contentsOf: [now.timeIntervalSince1970]) }
                 _ = arguments.append(contentsOf: [limit - rows.count])
@@ -91,7 +96,11 @@ extension RunState {
 
     /// Commits a batch of answers in one transaction.
     public func record(_ outcomes: [AttemptOutcome]) throws(StateError) {
-        try write { db in
+        try write { db in try record(db, outcomes) }
+    }
+
+    func record(_ db: Database, _ outcomes: [AttemptOutcome]) throws {
+        do {
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
                     retry_at = ?, invalidated_at = COALESCE(?, invalidated_at) WHERE seq = ?
