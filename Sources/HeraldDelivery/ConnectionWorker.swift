@@ -59,7 +59,7 @@ final class ConnectionWorker: @unchecked Sendable {
             if let c = current, c.active == 0, now &- lastActivity > UInt64(settings.idleTimeoutMs) * 1_000_000 {
                 current = nil   // closes the idle connection; the next request opens a new one
             }
-            if !stopping, now >= shared.pausedUntil.load(ordering: .relaxed), now >= reconnectAt {
+            if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reconnectAt {
                 startRequests(now: now)
             }
             performAll()
@@ -177,6 +177,7 @@ final class ConnectionWorker: @unchecked Sendable {
         _ = curl_multi_perform(c.multi.handle, &running)
         var left: Int32 = 0
         var eventCounted = false
+        var connectFailed: String?
         while let msg = curl_multi_info_read(c.multi.handle, &left) {
             guard msg.pointee.msg == CURLMSG_DONE, let h = msg.pointee.easy_handle else { continue }
             let code = msg.pointee.data.result
@@ -185,7 +186,25 @@ final class ConnectionWorker: @unchecked Sendable {
             let slot = slots[Int(bitPattern: priv) - 1]
             _ = curl_multi_remove_handle(c.multi.handle, h)
             c.active -= 1
+            if StreamSlot.isConnectFailure(code), connectFailed == nil, case .transportFailure(let why) = slot.outcome(code: code) {
+                connectFailed = why
+            }
             complete(slot, code: code, eventCounted: &eventCounted)
+        }
+        if let why = connectFailed, c.active > 0 {
+            // The requests waiting for this connection (PIPEWAIT) would each retry the connect on
+            // their own, one failure after another: fail them together, as one event, and let the
+            // reconnect backoff decide when to try again. None of them left the process.
+            for slot in slots where slot.connection === c && slot.job != nil {
+                _ = curl_multi_remove_handle(c.multi.handle, slot.easy.handle)
+                c.active -= 1
+                if let job = slot.job {
+                    done.append(PushResult(index: job.index, outcome: .transportFailure(why), latencyMs: 0, httpVersion: 0,
+                                           connection: id, event: failureEvent))
+                }
+                slot.job = nil; slot.connection = nil; slot.jwt = nil
+                free.append(slot.slot)
+            }
         }
     }
 
@@ -194,14 +213,15 @@ final class ConnectionWorker: @unchecked Sendable {
         lastActivity = now
         let outcome = slot.outcome(code: code)
         shared.connectionsOpened.add(slot.connectsMade, ordering: .relaxed)
-        if code != CURLE_OK && !eventCounted {
+        let newEvent = code != CURLE_OK && !eventCounted
+        if newEvent {
             // One connection loss fails many streams at once: one event for the circuit breaker.
             failureEvent += 1
             eventCounted = true
         }
         switch outcome {
         case .transportFailure:
-            if StreamSlot.isConnectFailure(code) {
+            if StreamSlot.isConnectFailure(code), newEvent {
                 connectFailures += 1
                 let delay = RetryBackoff.reconnect.delay(attempt: connectFailures)
                 reconnectAt = max(reconnectAt, now + UInt64(delay * 1e9))
@@ -209,7 +229,10 @@ final class ConnectionWorker: @unchecked Sendable {
             }
         case .answered(let status, _, let reason, _):
             connectFailures = 0
-            if reason == "ExpiredProviderToken" {
+            if status != 200, APNsReasonTable.action(status: status, reason: reason) == .abortCampaign {
+                // Every further request would get the same answer: stop before the runner even hears of it.
+                shared.halted.store(true, ordering: .relaxed)
+            } else if reason == "ExpiredProviderToken" {
                 // Re-sign once (whoever sees it first) and move to a fresh connection.
                 if let jwt = slot.jwt { shared.token?.invalidate(rejected: jwt) }
                 if slot.connection === current { renewRequested = true }
@@ -232,7 +255,8 @@ final class ConnectionWorker: @unchecked Sendable {
     /// Sleeps until the network or the feed has something: `curl_multi_poll` on the current
     /// connection plus the wake pipe; short polls while an old connection drains beside it.
     private func waitForWork(now: UInt64) {
-        let feedWaiting = shared.feed.withLock { $0.count } > 0
+        let blocked = shared.halted.load(ordering: .relaxed) || shared.stopped.load(ordering: .relaxed)
+        let feedWaiting = !blocked && shared.feed.withLock { $0.count } > 0
         var timeoutMs: Int32 = 100
         if draining.count > 0 { timeoutMs = 2 }
         let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), reconnectAt)

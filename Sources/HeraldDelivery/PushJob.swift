@@ -104,6 +104,9 @@ final class EngineShared: Sendable {
     let feed = Mutex(FeedBuffer())
     let results = ResultQueue()
     let stopped = Atomic<Bool>(false)
+    /// Set by the first connection that gets an answer meaning "our configuration is wrong"
+    /// (InvalidProviderToken, BadTopic, …): no connection starts another request.
+    let halted = Atomic<Bool>(false)
     /// No new request starts before this uptime (ns): the circuit breaker's pause.
     let pausedUntil = Atomic<UInt64>(0)
     /// Streams each connection may keep in flight (adaptive concurrency).

@@ -28,6 +28,19 @@ public enum PushOutcome: Sendable, Equatable {
     case transportFailure(String)
 }
 
+extension PushOutcome {
+    /// The libcurl error code of a transport failure ("curl error 60: …"), nil for answers.
+    public var curlCode: Int? {
+        guard case .transportFailure(let why) = self, why.hasPrefix("curl error ") else { return nil }
+        return Int(why.dropFirst("curl error ".count).prefix { $0.isNumber })
+    }
+
+    /// The server's certificate was not trusted (or ours not accepted): a configuration problem
+    /// (`apns.ca_file`, the system trust store, the client certificate), not a network hiccup.
+    /// curl 58 local certificate, 60 peer verification, 77 CA file, 83 issuer check.
+    public var isTrustFailure: Bool { [58, 60, 77, 83].contains(curlCode ?? 0) }
+}
+
 public struct PushResult: Sendable {
     /// Index of the request in the batch it was sent in (`PushJob.index` when streaming).
     public var index: Int

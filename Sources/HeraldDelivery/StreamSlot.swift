@@ -40,6 +40,10 @@ final class StreamSlot {
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPIDLE, max(1, settings.keepAliveSeconds)), "set TCP keepalive idle")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPINTVL, max(1, settings.keepAliveSeconds / 2)), "set TCP keepalive interval")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_MAXAGE_CONN, max(1, settings.idleTimeoutMs / 1000)), "set idle connection age")
+        // APNs answers are a few hundred bytes and bodies at most 5 KiB: libcurl's default 16 KiB
+        // download and 64 KiB upload buffers per handle would cost ~30 MB over 400 streams.
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 4096), "set receive buffer size")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 16_384), "set send buffer size")
         bodyCapacity = 8192
         body = .allocate(capacity: bodyCapacity)
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")

@@ -23,7 +23,7 @@ extension CampaignRunner {
         let loop = SendLoop(spec: spec, state: state, shared: headers.shared, sender: sender, logger: logger,
                             stopRequested: { [self] in self.stopRequested.load(ordering: .relaxed) })
         var result = try loop.run()
-        if result.status == .finished || result.status == .incomplete {
+        if result.status == .finished {
             let gaveUp = try Self.wrap(.incomplete) { () throws(StateError) in try state.giveUp(olderThan: spec.retry.giveUpAfter) }
             if gaveUp > 0 { logger.warning("\(gaveUp) recipient(s) kept failing for longer than retry.give_up_after and were marked failed (gave_up)") }
             let counts = try Self.wrap(.incomplete) { () throws(StateError) in try state.statusCounts() }

@@ -45,11 +45,16 @@ final class SendLoop {
     private var guardian = EnvironmentGuard()
     private var lastFailureEvent: [Int: Int] = [:]
     private var abort: OutcomeDecision.Abort?
+    /// A TLS trust failure: nothing can be sent until the configuration is fixed.
+    private var trustFailure: String?
     private var released = 0
     private var sent = 0
     private var retries = 0
     private var withdrawn = false
     private var nextClaimAt = Date.distantPast
+    private var lastCommit = Date.distantPast
+    /// The longest an answer waits for its commit when traffic is thin.
+    static let maxRecordDelay: TimeInterval = 0.02
     private let limiter: RateLimiter
 
     init(spec: JobSpec, state: RunState, shared: RenderedHeaders, sender: APNsSender, logger: Logger, stopRequested: @escaping () -> Bool) {
@@ -63,7 +68,7 @@ final class SendLoop {
         limiter = RateLimiter(perSecond: spec.throttle.rate)
     }
 
-    private var halting: Bool { abort != nil || guardian.verdict == .tripped || stopRequested() }
+    private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || stopRequested() }
 
     func run() throws(RunFailure) -> CampaignRunner.SendResult {
         try CampaignRunner.wrap(.usage) { () throws(StateError) in
@@ -85,7 +90,8 @@ final class SendLoop {
                 if claimed.isEmpty, try !waitForRetries() { break }
                 continue
             }
-            let results = sender.results(timeout: toRecord.isEmpty && toRelease.isEmpty ? 0.05 : 0)
+            let pending = !toRecord.isEmpty || !toRelease.isEmpty || !toExhaust.isEmpty
+            let results = sender.results(timeout: pending ? max(0.001, Self.maxRecordDelay + lastCommit.timeIntervalSinceNow) : 0.05)
             for r in results { handle(r) }
         }
         return finish()
@@ -98,15 +104,17 @@ final class SendLoop {
         var room = halting ? 0 : cap - outstanding.count
         if spec.throttle.rate > 0 { room = min(room, max(1, Int(spec.throttle.rate))) }
         let wantClaim = room > 0 && (room >= claimChunk || outstanding.isEmpty) && now >= nextClaimAt
-        guard wantClaim || !toRecord.isEmpty || !toRelease.isEmpty || !toExhaust.isEmpty else { return [] }
+        let waiting = toRecord.count + toRelease.count + toExhaust.count
+        // Each commit is an fsync: answers wait for a worthwhile batch, a claim, or a short delay.
+        let wantRecord = waiting > 0 && (waiting >= claimChunk || outstanding.isEmpty || halting
+                                         || now.timeIntervalSince(lastCommit) >= Self.maxRecordDelay)
+        guard wantClaim || wantRecord else { return [] }
+        lastCommit = now
         let (outcomes, release, exhaust) = (toRecord, toRelease, toExhaust)
         let claimed = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in
             try state.commit(outcomes, release: release, exhaust: exhaust, maxAttempts: maxAttempts, claim: wantClaim ? room : 0, now: now)
         }
         if !outcomes.isEmpty { CrashPoint.send.reached() }
-        if ProcessInfo.processInfo.environment["HERALD_TRACE"] != nil {
-            FileHandle.standardError.write(Data("commit \(String(format: "%.3f", Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 100))) rec=\(outcomes.count) claim=\(claimed.count) took=\(String(format: "%.1f", -now.timeIntervalSinceNow * 1000))ms out=\(outstanding.count)\n".utf8))
-        }
         released += release.count
         toRecord.removeAll(keepingCapacity: true)
         toRelease.removeAll(keepingCapacity: true)
@@ -155,6 +163,13 @@ final class SendLoop {
         guard let o = outstanding.removeValue(forKey: seq) else { return }
         let now = Date()
         observe(r)
+        if r.outcome.isTrustFailure, case .transportFailure(let why) = r.outcome {
+            // Never reached APNs: back to pending, uncounted, and the run stops.
+            if trustFailure == nil { logger.error("TLS: \(why)") }
+            trustFailure = trustFailure ?? why
+            toRelease.append(seq)
+            return
+        }
         switch OutcomeDecision.decide(r.outcome, for: o.claimed, now: now) {
         case .sent(let outcome):
             sent += 1
@@ -229,6 +244,11 @@ final class SendLoop {
         if let a = abort {
             return .init(status: .aborted, message: "aborted: APNs answered \(a.status) \(a.reason) (\(a.meaning)); "
                          + "\(released) recipient(s) put back to pending. Fix the configuration and rerun.", sent: sent, counters: counters)
+        }
+        if let why = trustFailure {
+            return .init(status: .incomplete, message: "the TLS connection to APNs was refused: \(why). "
+                         + "Check apns.ca_file (it replaces the system trust store) or the system's CA certificates, then rerun "
+                         + "(\(sent) sent in this run; the others stay pending)", sent: sent, counters: counters)
         }
         if guardian.verdict == .tripped {
             return .init(status: .aborted, message: "aborted: \(guardian.message); \(released) recipient(s) put back to pending. "
