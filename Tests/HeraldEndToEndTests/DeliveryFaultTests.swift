@@ -137,6 +137,24 @@ import Testing
         #expect(answered.count == tokens.count && Set(answered.map(\.token)).count == tokens.count)
     }
 
+    /// APNs answers 503 to everything: retries back off, the circuit breaker pauses, and once
+    /// `retry.max_elapsed` has passed the run stops with exit 4, every recipient still retryable
+    /// (pending), none failed: the next run tries them again.
+    @Test func retriesExhaustedByMaxElapsedLeaveRecipientsRetryableWithExit4() throws {
+        let tokens = (1...20).map { Self.token($0) }
+        let job = try writeJob("elapsed", tokens: tokens, connections: 1, streams: 10, simulator: "p503: 1.0",
+                               extra: "retry: { max_attempts: 50, max_elapsed: 3s }")
+        let started = Date()
+        let r = try run(["run", job])
+        #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
+        #expect(Date().timeIntervalSince(started) < 30)
+        #expect(r.stderr.contains("retry.max_elapsed"), "\(r.stderr)")
+        let counts = try #require(try summary("elapsed")["counts"] as? [String: Any])
+        #expect(counts["pending"] as? Int == 20 && counts["failed"] as? Int == 0)
+        let perToken = Dictionary(grouping: try log("elapsed"), by: \.token).mapValues(\.count)
+        #expect(perToken.values.allSatisfy { $0 >= 2 && $0 < 50 }, "retried, then stopped by time, not by attempts: \(perToken.values.sorted())")
+    }
+
     /// An abort reason from a separate `herald sim`: the topic belongs to another app.
     @Test func topicDisallowedAbortsWithExitThreeAndPutsRecipientsBack() throws {
         let key = TestKey()
