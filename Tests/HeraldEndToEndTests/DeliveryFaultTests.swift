@@ -122,7 +122,8 @@ import Testing
     /// connections (a connection never switches tokens sooner than Apple allows) and resends.
     @Test func expiredProviderTokensAreResignedAndTheRunFinishes() throws {
         let tokens = (1...1_200).map { Self.token($0) }
-        let job = try writeJob("expired", tokens: tokens, connections: 2, streams: 10, simulator: "jwt_max_age: 1s, latency_ms: 15")
+        // 2 × 3 streams at 15 ms per answer: at most ~400/s, so the run lasts 3 s or more.
+        let job = try writeJob("expired", tokens: tokens, connections: 2, streams: 3, simulator: "jwt_max_age: 1s, latency_ms: 15")
         let r = try run(["run", job])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let entries = try log("expired")
