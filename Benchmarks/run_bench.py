@@ -15,35 +15,12 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out = os.path.join(os.path.dirname(here), "bench-out")
     work = os.path.join(out, "e2e")
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(os.path.join(work, "jobs"))
-    audience = os.path.join(work, "audience.csv.gz")
-    subprocess.run([sys.executable, os.path.join(here, "gen_audience.py"), audience, str(rows)], check=True)
-    figures = {"rows": rows, "runs": []}
-    for connections, streams in [(1, 200), (2, 200)]:
-        campaign = f"bench-{connections}x{streams}"
-        job = os.path.join(work, "jobs", campaign + ".yaml")
-        with open(job, "w") as f:
-            f.write(f"""campaign: {campaign}
-audience: {{ files: [../audience.csv.gz], locale_field: locale, id_field: id }}
-apns: {{ endpoint: simulator, topic: com.example.app, connections: {connections}, streams_per_connection: {streams} }}
-push:
-  template: {{ aps: {{ alert: {{ title: "Hi {{{{first_name|there}}}}", body: "{{{{unread}}}} new in {{{{city}}}}" }}, badge: "{{{{unread:int}}}}" }} }}
-""")
-        started = time.monotonic()
-        p = subprocess.run([herald, "run", job], capture_output=True, text=True)
-        elapsed = time.monotonic() - started
-        if p.returncode != 0:
-            print(p.stdout, p.stderr, file=sys.stderr)
-            sys.exit(f"bench: herald run exited {p.returncode}")
-        with open(os.path.join(work, "reports", campaign, "summary.json")) as f:
-            summary = json.load(f)
-        sent = summary["counts"]["sent"]
-        run = {"connections": connections, "streams_per_connection": streams, "recipients": summary["counts"]["distinct"],
-               "sent": sent, "wall_seconds": round(elapsed, 3), "recipients_per_second": round(summary["counts"]["distinct"] / elapsed, 1)}
-        figures["runs"].append(run)
-        print(f"e2e {rows:,} rows, {connections} connection(s) x {streams} streams: {sent:,} sent in {elapsed:.2f} s "
-              f"= {run['recipients_per_second']:,.0f} recipients/s (read, render, SQLite checkpoints, TLS+HTTP/2 to the simulator, reports)")
+    sys.path.insert(0, here)
+    import e2e_bench   # end to end: medians of 3 runs per shape and peak RSS (bench-out/e2e.json)
+    e2e = e2e_bench.bench(herald, rows, repeat=int(os.environ.get("E2E_REPEAT", "3")))
+    figures = {"rows": rows, "runs": [{"connections": r["connections"], "streams_per_connection": r["streams_per_connection"],
+                                       "recipients_per_second": r["median_recipients_per_second"], "peak_rss_mib": r["peak_rss_mib"]}
+                                      for r in e2e["runs"]]}
     figures["state"] = state_bench(os.path.join(os.path.dirname(herald), "herald-bench"))
     figures["resume"] = resume_bench(herald, here, work, int(os.environ.get("RESUME_ROWS", "1000000")))
     subprocess.run([sys.executable, os.path.join(here, "audience_bench.py"), herald], check=True)   # reading: bench-out/audience.json

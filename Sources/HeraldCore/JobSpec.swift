@@ -98,6 +98,10 @@ public struct APNsSpec: Sendable {
     public var streamsPerConnection: Int
     /// Answers the in-process simulator gives (`endpoint: simulator` only), for rehearsals and demos.
     public var simulator = SimulatorRules()
+    /// Seconds: TCP + TLS connect, one request until its answer, and idle time before a connection is closed.
+    public var connectTimeout = 10
+    public var requestTimeout = 30
+    public var idleTimeout = 600
     public init(endpoint: APNsEndpoint, caFile: String? = nil, topic: String, auth: TokenAuthSpec?,
                 connections: Int = 1, streamsPerConnection: Int = 500) {
         self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth
@@ -196,6 +200,9 @@ public struct RetrySpec: Sendable, Equatable {
     public var maxAttempts: Int
     /// Seconds after which a still-retryable recipient becomes failed with reason `gave_up`.
     public var giveUpAfter: Int
+    /// Seconds after its first attempt in a run during which that run keeps retrying a recipient;
+    /// past it the recipient stays retryable for the next run (exit 4).
+    public var maxElapsed: Int = 600
     public init(maxAttempts: Int = 5, giveUpAfter: Int = 86_400) { self.maxAttempts = maxAttempts; self.giveUpAfter = giveUpAfter }
 }
 

@@ -12,12 +12,24 @@ public struct ConnectionSettings: Sendable {
     /// Requests in flight on this connection (HTTP/2 streams).
     public var maxStreams: Int
     public var connectTimeoutMs: Int
+    /// One request, from leaving the queue to its answer: an answer that never comes (a server
+    /// that swallowed the stream) ends as a transport failure, resent with the same apns-id.
     public var requestTimeoutMs: Int
+    /// A connection with nothing in flight for this long is closed (and reopened when work comes).
+    /// libcurl 7.88 cannot send an HTTP/2 PING on a connection driven by a multi handle (Apple
+    /// asks for one after an hour of inactivity), so an idle connection is closed instead of kept
+    /// alive; libcurl also refuses to reuse a connection idle that long (CURLOPT_MAXAGE_CONN).
+    public var idleTimeoutMs: Int
+    /// TCP keepalive probes after this many idle seconds (then every half of it): a connection a
+    /// middlebox silently dropped is noticed by the kernel, not by a request timing out.
+    public var keepAliveSeconds: Int
 
     public init(baseURL: String, trust: TLSTrust, identity: ClientIdentity? = nil, maxStreams: Int = 100,
-                connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000) {
+                connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000,
+                idleTimeoutMs: Int = 600_000, keepAliveSeconds: Int = 60) {
         self.baseURL = baseURL; self.trust = trust; self.identity = identity; self.maxStreams = maxStreams
         self.connectTimeoutMs = connectTimeoutMs; self.requestTimeoutMs = requestTimeoutMs
+        self.idleTimeoutMs = idleTimeoutMs; self.keepAliveSeconds = keepAliveSeconds
     }
 }
 
@@ -129,8 +141,10 @@ public final class APNsConnection {
             timestamp = body.timestamp
         }
         let uniqueId = e.buffers.pointee.apnsUniqueId.isEmpty ? nil : String(decoding: e.buffers.pointee.apnsUniqueId, as: UTF8.self)
-        return PushResult(index: e.requestIndex, outcome: .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp),
-                          latencyMs: latency, httpVersion: version, apnsUniqueId: uniqueId)
+        var result = PushResult(index: e.requestIndex, outcome: .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp),
+                                latencyMs: latency, httpVersion: version)
+        result.apnsUniqueId = uniqueId
+        return result
     }
 }
 

@@ -3,66 +3,100 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// A pool of connections, each on its own Dispatch queue (thread), sending one batch at a time.
-/// Results come back to the caller's thread, so the caller alone touches the state file.
-public final class APNsSender {
-    private let connections: [APNsConnection]
-    private let queues: [DispatchQueue]
+/// The sending engine: `connections` HTTP/2 connections, each a libcurl multi handle on its own
+/// Dispatch queue (thread), fed from one shared queue and answering through another. The caller
+/// (the campaign runner's thread, which alone touches the state file) submits jobs it has already
+/// committed as in flight and takes results back; it bounds how many are outstanding, so memory
+/// does not grow with the audience.
+///
+/// The caller also steers it: `pause(until:)` (circuit breaker), `setStreamLimit` (adaptive
+/// concurrency), `withdrawQueued` (abort or signal: what has not left yet goes back).
+public final class APNsSender: @unchecked Sendable {
+    // @unchecked: the workers are touched only by their own queues; everything else is Sendable.
+    private let shared: EngineShared
+    private let workers: [ConnectionWorker]
+    private let group = DispatchGroup()
+    private let stopped = Atomic<Bool>(false)
     public let token: ProviderToken?
+    public let streamsPerConnection: Int
 
     public init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?) throws(DeliveryError) {
-        var conns: [APNsConnection] = []
-        for _ in 0..<max(1, count) { conns.append(try APNsConnection(settings: settings)) }
-        connections = conns
-        queues = (0..<conns.count).map { DispatchQueue(label: "herald.connection.\($0)") }
+        guard CurlGlobal.initialised else { throw .curl(operation: "curl_global_init", code: -1, message: "libcurl could not be initialised") }
+        shared = EngineShared(streams: max(1, settings.maxStreams), token: token)
+        var ws: [ConnectionWorker] = []
+        for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }
+        workers = ws
         self.token = token
+        streamsPerConnection = max(1, settings.maxStreams)
+        for w in workers {
+            DispatchQueue(label: "herald.connection.\(w.id)", qos: .userInitiated).async(group: group) { w.run() }
+        }
     }
 
-    public var connectionCount: Int { connections.count }
+    deinit { shutdown() }
 
-    /// Sends a batch spread over the connections; returns results indexed like `requests`.
-    public func send(_ requests: [PushRequest]) throws(DeliveryError) -> [PushResult] {
-        let authorization = try token?.current()
-        if connections.count == 1 {
-            return try connections[0].send(requests, authorization: authorization)
-        }
-        // Round-robin split keeps every connection equally busy.
-        var shares = [[(Int, PushRequest)]](repeating: [], count: connections.count)
-        for (i, r) in requests.enumerated() { shares[i % connections.count].append((i, r)) }
-        let outputs = Mutex<[Result<[PushResult], DeliveryError>?]>(Array(repeating: nil, count: connections.count))
-        let group = DispatchGroup()
-        for (c, share) in shares.enumerated() where !share.isEmpty {
-            let conn = UncheckedBox(connections[c])
-            queues[c].async(group: group) {
-                let reqs = share.map(\.1)
-                let out: Result<[PushResult], DeliveryError>
-                do throws(DeliveryError) {
-                    var rs = try conn.value.send(reqs, authorization: authorization)
-                    for k in rs.indices { rs[k].index = share[rs[k].index].0 }
-                    out = .success(rs)
-                } catch {
-                    out = .failure(error)
-                }
-                outputs.withLock { $0[c] = out }
-            }
-        }
+    public var connectionCount: Int { workers.count }
+
+    /// Queues jobs for the connections; returns at once.
+    public func submit(_ jobs: [PushJob]) {
+        guard !jobs.isEmpty else { return }
+        shared.feed.withLock { $0.append(jobs) }
+        for w in workers { w.wake.signal() }
+    }
+
+    /// Results that arrived since the last call; waits up to `timeout` seconds for the first one.
+    public func results(timeout: TimeInterval) -> [PushResult] { shared.results.take(timeout: timeout) }
+
+    /// Takes back every job no connection has started: they never left the process.
+    public func withdrawQueued() -> [Int] { shared.feed.withLock { $0.removeAll() }.map(\.index) }
+
+    /// True once a connection got an abort-class answer and stopped starting requests.
+    public var halted: Bool { shared.halted.load(ordering: .relaxed) }
+
+    /// Jobs waiting for a stream.
+    public var queued: Int { shared.feed.withLock { $0.count } }
+
+    /// No new request starts before `date` (requests in flight carry on).
+    public func pause(until date: Date) {
+        let seconds = max(0, date.timeIntervalSinceNow)
+        shared.pausedUntil.store(uptimeNanoseconds() + UInt64(seconds * 1e9), ordering: .relaxed)
+        for w in workers { w.wake.signal() }
+    }
+
+    /// Streams each connection may keep in flight (never above `streams_per_connection`).
+    public func setStreamLimit(_ n: Int) {
+        shared.streamLimit.store(max(1, min(streamsPerConnection, n)), ordering: .relaxed)
+        for w in workers { w.wake.signal() }
+    }
+
+    public var streamLimit: Int { shared.streamLimit.load(ordering: .relaxed) }
+
+    /// Connections opened and JWTs signed so far (the runner adds its retries).
+    public var counters: DeliveryCounters {
+        var c = DeliveryCounters()
+        c.connectionsOpened = shared.connectionsOpened.load(ordering: .relaxed)
+        c.jwtsSigned = token?.signedCount ?? 0
+        return c
+    }
+
+    /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
+    /// timeout), closes the connections and waits for the threads.
+    public func shutdown() {
+        guard !stopped.exchange(true, ordering: .relaxed) else { return }
+        shared.stopped.store(true, ordering: .relaxed)
+        for w in workers { w.wake.signal() }
         group.wait()
-        var merged: [PushResult] = []
-        merged.reserveCapacity(requests.count)
-        for o in outputs.withLock({ $0 }) {
-            switch o {
-            case .success(let rs)?: merged.append(contentsOf: rs)
-            case .failure(let e)?: throw e
-            case nil: break
-            }
-        }
-        return merged
     }
-}
 
-/// A connection handed to its own queue for one batch. Safe because each connection is used by
-/// exactly one queue at a time and the caller waits for the group before touching it again.
-struct UncheckedBox<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
+    /// Sends a batch and waits for every answer; results carry the request's index in `requests`.
+    /// A convenience over the streaming interface for tools and tests.
+    public func send(_ requests: [PushRequest]) throws(DeliveryError) -> [PushResult] {
+        submit(requests.enumerated().map { PushJob(index: $0.offset, request: $0.element) })
+        var out: [PushResult] = []
+        out.reserveCapacity(requests.count)
+        while out.count < requests.count {
+            out += results(timeout: 1)
+        }
+        return out
+    }
 }

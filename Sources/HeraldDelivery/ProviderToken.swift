@@ -35,19 +35,35 @@ public final class ProviderToken: Sendable {
     /// How many JWTs were signed so far (a summary figure; a test asserts reuse).
     public var signedCount: Int { signCount.load(ordering: .relaxed) }
 
-    /// The current JWT, re-signed only once it is `refreshAge` old.
+    /// The current JWT, re-signed only once it is `refreshAge` old. Signing happens under the lock,
+    /// so connections asking at the same moment share one new token instead of each signing one.
     public func current() throws(DeliveryError) -> String {
         let now = clock()
-        if let c = cached.withLock({ $0 }), now.timeIntervalSince(c.issuedAt) < Self.refreshAge, now >= c.issuedAt {
-            return c.jwt
+        let result: Result<String, DeliveryError> = cached.withLock { c in
+            if let c, now.timeIntervalSince(c.issuedAt) < Self.refreshAge, now >= c.issuedAt { return .success(c.jwt) }
+            do throws(DeliveryError) {
+                let jwt = try sign(issuedAt: now)
+                c = (jwt, now)
+                return .success(jwt)
+            } catch {
+                return .failure(error)
+            }
         }
-        let jwt = try sign(issuedAt: now)
-        cached.withLock { $0 = (jwt, now) }
-        return jwt
+        return try result.get()
     }
 
     /// Drops the cached token (after ExpiredProviderToken) so the next call signs a new one.
     public func invalidate() { cached.withLock { $0 = nil } }
+
+    /// Drops the cached token only if it is still `jwt`, the one APNs rejected as expired: the
+    /// many streams answered ExpiredProviderToken for one token cause one new signature, not many.
+    public func invalidate(rejected jwt: String) {
+        cached.withLock { if $0?.jwt == jwt { $0 = nil } }
+    }
+
+    /// Apple: "APNs report an error if you use a new token more than once every 20 minutes on the
+    /// same connection". A connection that would switch sooner is replaced by a fresh one.
+    public static let minimumReuse: TimeInterval = 20 * 60
 
     func sign(issuedAt: Date) throws(DeliveryError) -> String {
         let header = #"{"alg":"ES256","kid":"\#(keyId)"}"#

@@ -28,8 +28,21 @@ public enum PushOutcome: Sendable, Equatable {
     case transportFailure(String)
 }
 
+extension PushOutcome {
+    /// The libcurl error code of a transport failure ("curl error 60: …"), nil for answers.
+    public var curlCode: Int? {
+        guard case .transportFailure(let why) = self, why.hasPrefix("curl error ") else { return nil }
+        return Int(why.dropFirst("curl error ".count).prefix { $0.isNumber })
+    }
+
+    /// The server's certificate was not trusted (or ours not accepted): a configuration problem
+    /// (`apns.ca_file`, the system trust store, the client certificate), not a network hiccup.
+    /// curl 58 local certificate, 60 peer verification, 77 CA file, 83 issuer check.
+    public var isTrustFailure: Bool { [58, 60, 77, 83].contains(curlCode ?? 0) }
+}
+
 public struct PushResult: Sendable {
-    /// Index of the request in the batch it was sent in.
+    /// Index of the request in the batch it was sent in (`PushJob.index` when streaming).
     public var index: Int
     public var outcome: PushOutcome
     public var latencyMs: Int
@@ -37,4 +50,14 @@ public struct PushResult: Sendable {
     public var httpVersion: Int
     /// The answer's `apns-unique-id` header (APNs sends it in development only).
     public var apnsUniqueId: String? = nil
+    /// Which of the sender's connections carried it.
+    public var connection: Int = 0
+    /// For a transport failure: which loss of that connection (the streams one reset fails share
+    /// it), so the circuit breaker counts a connection loss once. 0 for answers.
+    public var event: Int = 0
+
+    public init(index: Int, outcome: PushOutcome, latencyMs: Int = 0, httpVersion: Int = 20, connection: Int = 0, event: Int = 0) {
+        self.index = index; self.outcome = outcome; self.latencyMs = latencyMs; self.httpVersion = httpVersion
+        self.connection = connection; self.event = event
+    }
 }

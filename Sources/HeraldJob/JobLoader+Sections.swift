@@ -98,9 +98,19 @@ extension Context {
         }
         let connections = try m.int("connections", range: 1...64) ?? 1
         let streams = try m.int("streams_per_connection", range: 1...1000) ?? 500
-        try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator"])
+        var timeouts: [String: Int] = [:]
+        for key in ["connect_timeout", "request_timeout", "idle_timeout"] {
+            guard let v = try m.duration(key) else { continue }
+            if v < 1 { throw m.error(key, "must be at least 1s") }
+            timeouts[key] = v
+        }
+        try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
+                             "connect_timeout", "request_timeout", "idle_timeout"])
         var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
         spec.simulator = rules
+        spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
+        spec.requestTimeout = timeouts["request_timeout"] ?? spec.requestTimeout
+        spec.idleTimeout = timeouts["idle_timeout"] ?? spec.idleTimeout
         return spec
     }
 

@@ -93,7 +93,8 @@ struct Context {
         if var r = try top.mapping("retry") {
             retry.maxAttempts = try r.int("max_attempts", range: 1...100) ?? retry.maxAttempts
             retry.giveUpAfter = try r.duration("give_up_after") ?? retry.giveUpAfter
-            try r.finish(known: ["max_attempts", "give_up_after"])
+            retry.maxElapsed = try r.duration("max_elapsed") ?? retry.maxElapsed
+            try r.finish(known: ["max_attempts", "give_up_after", "max_elapsed"])
         }
         // Defaults: state/<campaign>.sqlite and reports/<campaign>/ beside the jobs folder. The state
         // file is named after the campaign as written (placeholders included: one file holds every

@@ -15,6 +15,8 @@ public struct RunReport: Sendable {
     public var summary: Summary?
     public var reportsDir: String
     public var statePath: String
+    /// The send stage's counters (connections opened, JWTs signed, retries).
+    public var counters = DeliveryCounters()
 }
 
 /// Runs one campaign: ingest the audience into the state file, send every pending recipient,
@@ -118,12 +120,12 @@ public final class CampaignRunner {
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
                 try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
             }
-            defer {
-                deliveryCounters.connectionsOpened += sender.connectionCount
-                deliveryCounters.jwtsSigned += sender.token?.signedCount ?? 0
-            }
             operations.startSending(state)
             let result = try send(from: state, headers: headers, sender: sender)
+            deliveryCounters.connectionsOpened += result.counters.connectionsOpened
+            deliveryCounters.jwtsSigned += result.counters.jwtsSigned
+            deliveryCounters.retries += result.counters.retries
+            deliveryCounters.throttleDeferrals += result.counters.throttleDeferrals
             outcome = (result.status, result.message)
         } catch {
             outcome = (error.status, error.message)
@@ -151,6 +153,7 @@ public final class CampaignRunner {
         }
         report.status = outcome.0
         report.message = outcome.1
+        report.counters = deliveryCounters
         return report
     }
 

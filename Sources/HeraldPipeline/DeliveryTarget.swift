@@ -38,7 +38,7 @@ final class DeliveryTarget {
                 let sim = try APNsSimulator.start(config)
                 simulator = sim
                 token = try ProviderToken(privateKeyPEM: privatePEM, source: "(simulator key)", teamId: teamId, keyId: keyId)
-                settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM), maxStreams: streams)
+                settings = Self.timed(ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM), maxStreams: streams), spec.apns)
             } else {
                 guard let auth = spec.apns.auth, let base = spec.apns.endpoint.baseURL else {
                     throw RunFailure(.usage, "\(spec.jobFile): apns.auth is required for endpoint \(spec.apns.endpoint.name)")
@@ -46,7 +46,7 @@ final class DeliveryTarget {
                 token = try ProviderToken(auth: auth)
                 simulator = nil
                 let trust: TLSTrust = spec.apns.caFile.map { .caFile($0) } ?? .system
-                settings = ConnectionSettings(baseURL: base, trust: trust, maxStreams: streams)
+                settings = Self.timed(ConnectionSettings(baseURL: base, trust: trust, maxStreams: streams), spec.apns)
             }
         } catch let e as RunFailure {
             throw e
@@ -58,6 +58,15 @@ final class DeliveryTarget {
     }
 
     func shutdown() { try? simulator?.shutdown() }
+
+    /// The job's `apns.connect_timeout`, `request_timeout` and `idle_timeout`.
+    static func timed(_ settings: ConnectionSettings, _ apns: APNsSpec) -> ConnectionSettings {
+        var s = settings
+        s.connectTimeoutMs = apns.connectTimeout * 1000
+        s.requestTimeoutMs = apns.requestTimeout * 1000
+        s.idleTimeoutMs = apns.idleTimeout * 1000
+        return s
+    }
 
     /// The job's `apns.simulator` keys onto the simulator's configuration. The simulator keeps
     /// counters, not every request, in memory: a campaign's memory must not grow with its audience.

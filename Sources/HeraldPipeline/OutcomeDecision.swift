@@ -3,62 +3,88 @@ import HeraldCore
 import HeraldDelivery
 import HeraldState
 
-/// Turns APNs answers into recorded outcomes, following the one reason table in HeraldCore.
-struct OutcomeDecision {
-    struct Abort { var status: Int; var reason: String; var meaning: String }
+/// Turns one APNs answer into what the state file records, following the one reason table in
+/// HeraldCore (../shared/APNS.md §4.6):
+/// - 200: sent.
+/// - Permanent reasons (BadDeviceToken, Unregistered, PayloadTooLarge, … and any reason Apple has
+///   not documented, recorded verbatim): failed, never retried; a 410 keeps its timestamp.
+/// - TooManyRequests: that token waits (a longer backoff), the campaign does not.
+/// - 5xx, Shutdown, IdleTimeout, lost connections: retried with exponential backoff and jitter
+///   (the connection that got them is replaced by the sender where Apple says so).
+/// - ExpiredProviderToken: retried at once; the sender has re-signed and reconnected.
+/// - Abort reasons (InvalidProviderToken, BadTopic, …): the recipient goes back to pending, the
+///   campaign stops.
+enum OutcomeDecision {
+    struct Abort: Equatable { var status: Int; var reason: String; var meaning: String }
 
-    var outcomes: [AttemptOutcome] = []
-    var released: [Int64] = []
-    var sent = 0
-    var refreshToken = false
-    var abort: Abort?
+    enum Verdict {
+        case sent(AttemptOutcome)
+        case failed(AttemptOutcome, reason: APNsReason?)
+        /// `delay`: seconds until the recipient may go again.
+        case retry(AttemptOutcome, delay: TimeInterval)
+        case abort(Abort)
 
-    /// Backoff for a retryable answer: exponential from 1 s, capped at 5 minutes, with jitter so
-    /// retries of one batch do not return as one burst.
-    static func backoff(attempt: Int) -> TimeInterval {
-        let base = min(300.0, pow(2.0, Double(max(0, attempt - 1))))
-        return base * Double.random(in: 0.5...1.0)
-    }
-
-    static func decide(results: [PushResult], claimed: [ClaimedRecipient], maxAttempts: Int, now: Date = Date()) -> OutcomeDecision {
-        var d = OutcomeDecision()
-        d.outcomes.reserveCapacity(results.count)
-        for result in results {
-            let c = claimed[result.index]
-            defer {   // Reports: the answer's apns-unique-id and this attempt's latency, whatever the outcome.
-                if let last = d.outcomes.indices.last, d.outcomes[last].seq == c.seq {
-                    d.outcomes[last].latencyMs = result.latencyMs
-                    d.outcomes[last].apnsUniqueId = result.apnsUniqueId
-                }
+        /// For the reports: this attempt's latency and the answer's apns-unique-id, whatever the outcome.
+        func annotated(with r: PushResult) -> Verdict {
+            func note(_ o: AttemptOutcome) -> AttemptOutcome {
+                var o = o
+                if case .answered = r.outcome { o.latencyMs = r.latencyMs }
+                o.apnsUniqueId = r.apnsUniqueId
+                return o
             }
-            switch result.outcome {
-            case .transportFailure(let why):
-                // Outcome unknown: retried later with the same apns-id (and collapse id).
-                d.outcomes.append(AttemptOutcome(seq: c.seq, status: .retry, reason: "connection_error: \(why)",
-                                                 retryAt: now.addingTimeInterval(backoff(attempt: c.attempts))))
-            case .answered(let status, let apnsId, let reason, let timestamp):
-                if status == 200 {
-                    d.sent += 1
-                    d.outcomes.append(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
-                    continue
-                }
-                let reasonText = reason?.rawValue ?? "HTTP \(status)"
-                switch APNsReasonTable.action(status: status, reason: reason) {
-                case .permanent:
-                    d.outcomes.append(AttemptOutcome(seq: c.seq, status: .failed, httpStatus: status, reason: reasonText,
-                                                     responseApnsId: apnsId, invalidatedAt: status == 410 ? timestamp : nil))
-                case .abortCampaign:
-                    d.released.append(c.seq)
-                    if d.abort == nil {
-                        d.abort = Abort(status: status, reason: reasonText, meaning: reason?.entry?.meaning ?? "fatal")
-                    }
-                case .refreshTokenAndRetry, .retryAfterDelay, .retryOnNewConnection:
-                    if reason?.entry?.action == .refreshTokenAndRetry { d.refreshToken = true }
-                    d.outcomes.append(AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText,
-                                                     responseApnsId: apnsId, retryAt: now.addingTimeInterval(backoff(attempt: c.attempts))))
-                }
+            switch self {
+            case .sent(let o): return .sent(note(o))
+            case .failed(let o, let reason): return .failed(note(o), reason: reason)
+            case .retry(let o, let delay): return .retry(note(o), delay: delay)
+            case .abort: return self
             }
         }
-        return d
+    }
+
+    /// Pressure signals for the circuit breaker (5xx or a lost connection) and adaptive
+    /// concurrency (those plus 429).
+    static func isServerFailure(_ outcome: PushOutcome) -> Bool {
+        switch outcome {
+        case .transportFailure: return true
+        case .answered(let status, _, _, _): return status >= 500
+        }
+    }
+
+    static func isPushback(_ outcome: PushOutcome) -> Bool {
+        switch outcome {
+        case .transportFailure: return true
+        case .answered(let status, _, _, _): return status == 429 || status >= 500
+        }
+    }
+
+    static func decide(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date = Date(),
+                       backoff: RetryBackoff = .recipient, tooManyRequests: RetryBackoff = .tooManyRequests) -> Verdict {
+        switch outcome {
+        case .transportFailure(let why):
+            // Outcome unknown: retried later with the same apns-id (and collapse id).
+            let delay = backoff.delay(attempt: c.attempts)
+            return .retry(AttemptOutcome(seq: c.seq, status: .retry, reason: "connection_error: \(why)", retryAt: now.addingTimeInterval(delay)),
+                          delay: delay)
+        case .answered(let status, let apnsId, let reason, let timestamp):
+            if status == 200 {
+                return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
+            }
+            let reasonText = reason?.rawValue ?? "HTTP \(status)"
+            switch APNsReasonTable.action(status: status, reason: reason) {
+            case .permanent:
+                return .failed(AttemptOutcome(seq: c.seq, status: .failed, httpStatus: status, reason: reasonText,
+                                              responseApnsId: apnsId, invalidatedAt: status == 410 ? timestamp : nil), reason: reason)
+            case .abortCampaign:
+                return .abort(Abort(status: status, reason: reasonText, meaning: reason?.entry?.meaning ?? "fatal"))
+            case .refreshTokenAndRetry:
+                return .retry(AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText, responseApnsId: apnsId,
+                                             retryAt: now), delay: 0)
+            case .retryAfterDelay, .retryOnNewConnection:
+                let schedule = reason == "TooManyRequests" ? tooManyRequests : backoff
+                let delay = schedule.delay(attempt: c.attempts)
+                return .retry(AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText, responseApnsId: apnsId,
+                                             retryAt: now.addingTimeInterval(delay)), delay: delay)
+            }
+        }
     }
 }

@@ -45,7 +45,12 @@ extension RunState {
     /// (attempt counted) before returning: what leaves the process is always on disk first.
     /// `inflight` rows left by a crashed run are taken again (outcome unknown: resent with the same apns-id).
     public func claim(limit: Int, maxAttempts: Int = Int.max, now: Date = Date()) throws(StateError) -> [ClaimedRecipient] {
-        try write { db in
+        try write { db in try claim(db, limit: limit, maxAttempts: maxAttempts, now: now) }
+    }
+
+    /// `includeInflight: false` is for a sender that has its own inflight recipients on the wire.
+    func claim(_ db: Database, limit: Int, maxAttempts: Int, now: Date, includeInflight: Bool = true) throws -> [ClaimedRecipient] {
+        do {
             // One indexed range scan per status (recipient_status is (status, seq)): an OR across
             // statuses would scan every sent row on every claim, quadratic in the audience.
             // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
@@ -58,7 +63,8 @@ extension RunState {
             update.bind(1, stamp)
             var out: [ClaimedRecipient] = []
             out.reserveCapacity(limit)
-            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?5")] where out.count < limit {
+            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?5")]
+                where out.count < limit && (includeInflight || status != "inflight") {
                 let select = try RawStatement(db, sql: """
                     SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
                     FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
@@ -103,7 +109,11 @@ extension RunState {
 
     /// Commits a batch of answers in one transaction.
     public func record(_ outcomes: [AttemptOutcome]) throws(StateError) {
-        try write { db in
+        try write { db in try record(db, outcomes) }
+    }
+
+    func record(_ db: Database, _ outcomes: [AttemptOutcome]) throws {
+        do {
             let update = try RawStatement(db, sql: """
                 UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
                     retry_at = ?, invalidated_at = COALESCE(?, invalidated_at), apns_unique_id = COALESCE(?, apns_unique_id),

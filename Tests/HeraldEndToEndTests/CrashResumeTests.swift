@@ -9,8 +9,9 @@ import Testing
 @Suite(.serialized) struct CrashResumeTests {
     let dir = TemporaryDirectory("e2e-kill")
     static let count = 20_000
-    /// 2 connections × 100 streams.
-    static let window = 200
+    /// 2 connections × 100 streams, twice: the requests on the wire plus those claimed ahead or
+    /// answered and not yet committed (the streaming sender's bound, `SendLoop`).
+    static let window = 400
 
     /// 20,000 tokens over two gzip files; the second file repeats 500 tokens of the first.
     func writeAudience() throws {

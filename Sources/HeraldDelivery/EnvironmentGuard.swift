@@ -1,0 +1,50 @@
+import HeraldCore
+
+/// Stops a campaign whose first answers are mostly BadDeviceToken or DeviceTokenNotForTopic: that
+/// is a sandbox/production or topic mix-up (Apple: BadDeviceToken also means "the token is for the
+/// other environment"), not an audience of dead tokens, and marking the whole audience failed
+/// would be wrong. Apple also closes connections that produce many such errors.
+///
+/// Until it has decided, the caller holds those answers back instead of recording them as
+/// failures. Pure.
+public struct EnvironmentGuard: Sendable {
+    public enum Verdict: Sendable, Equatable { case undecided, passed, tripped }
+
+    /// Answers that decide (Apple's "first" answers).
+    public let sample: Int
+    /// With fewer answers in the whole run, at least this many are needed to trip.
+    public let minimumSample: Int
+    public private(set) var verdict: Verdict = .undecided
+    public private(set) var answered = 0
+    public private(set) var mismatched = 0
+
+    public init(sample: Int = 200, minimumSample: Int = 20) {
+        self.sample = max(1, sample); self.minimumSample = max(1, minimumSample)
+    }
+
+    public static func isMismatch(_ reason: APNsReason?) -> Bool {
+        reason == "BadDeviceToken" || reason == "DeviceTokenNotForTopic"
+    }
+
+    /// Counts one APNs answer (not a lost connection); returns the verdict once decided.
+    public mutating func record(status: Int, reason: APNsReason?) -> Verdict {
+        guard verdict == .undecided else { return verdict }
+        answered += 1
+        if status == 400, Self.isMismatch(reason) { mismatched += 1 }
+        if mismatched * 2 > sample { verdict = .tripped }
+        else if answered >= sample { verdict = mismatched * 2 > answered ? .tripped : .passed }
+        return verdict
+    }
+
+    /// The run has nothing more to send: decide on what was seen.
+    public mutating func finish() -> Verdict {
+        guard verdict == .undecided else { return verdict }
+        verdict = answered >= minimumSample && mismatched * 2 > answered ? .tripped : .passed
+        return verdict
+    }
+
+    public var message: String {
+        "\(mismatched) of the first \(answered) answers were BadDeviceToken/DeviceTokenNotForTopic: sandbox/production or topic mismatch? "
+            + "Check apns.endpoint against the app build the tokens come from, and apns.topic"
+    }
+}

@@ -1,0 +1,161 @@
+internal import CCurl
+import Foundation
+import HeraldCore
+
+/// One reusable easy handle of a streaming connection, with what its next request needs kept
+/// between requests: per request only the URL, the body size and the apns-id bytes change
+/// (LIBCURL.md: a handle set up once, a header list rebuilt only when the JWT or a header
+/// other than apns-id changes; a new list or handle per request costs measurable CPU).
+final class StreamSlot {
+    let easy: CurlEasy
+    let slot: Int
+    var job: PushJob?
+    /// The JWT this request carries (to invalidate exactly it on ExpiredProviderToken).
+    var jwt: String?
+    /// The connection (multi handle) the request was added to.
+    var connection: StreamConnection?
+    var startedAt: UInt64 = 0
+
+    private var list: UnsafeMutablePointer<curl_slist>?
+    private var listKey: HeaderKey?
+    private var apnsIdLength = -1
+    private var body: UnsafeMutablePointer<UInt8>
+    private var bodyCapacity: Int
+
+    /// Everything in the header list except the apns-id, which is patched in place.
+    struct HeaderKey: Equatable {
+        var generation: Int
+        var topic: String
+        var pushType: PushType
+        var priority: Int
+        var collapseId: String?
+        var expiration: Int?
+    }
+
+    init(slot: Int, settings: ConnectionSettings) throws(DeliveryError) {
+        self.slot = slot
+        easy = try CurlEasy(slot: slot, tls: settings.trust, identity: settings.identity, connectTimeoutMs: settings.connectTimeoutMs,
+                            requestTimeoutMs: settings.requestTimeoutMs)
+        let h = easy.handle
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPIDLE, max(1, settings.keepAliveSeconds)), "set TCP keepalive idle")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPINTVL, max(1, settings.keepAliveSeconds / 2)), "set TCP keepalive interval")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_MAXAGE_CONN, max(1, settings.idleTimeoutMs / 1000)), "set idle connection age")
+        // APNs answers are a few hundred bytes and bodies at most 5 KiB: libcurl's default 16 KiB
+        // download and 64 KiB upload buffers per handle would cost ~30 MB over 400 streams.
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 4096), "set receive buffer size")
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 16_384), "set send buffer size")
+        bodyCapacity = 8192
+        body = .allocate(capacity: bodyCapacity)
+        try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
+    }
+
+    deinit {
+        if let list { curl_slist_free_all(list) }
+        body.deallocate()
+    }
+
+    /// Points the handle at `job`. `fixed` are the header lines shared by every request of this
+    /// JWT generation (authorization, content-type, …).
+    func prepare(_ job: PushJob, baseURL: String, fixed: [String], generation: Int, sentAt: Int) throws(DeliveryError) {
+        let r = job.request
+        let h = easy.handle
+        easy.buffers.pointee.reset()
+        easy.errorBuffer[0] = 0
+        let key = HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                            collapseId: r.collapseId, expiration: r.expiration)
+        let idCount = r.apnsId.utf8.count
+        if key != listKey || idCount != apnsIdLength || list == nil {
+            try rebuildHeaders(r, key: key, fixed: fixed)
+        } else if let data = list?.pointee.data {
+            // The first node is "apns-id: <id>", same length: overwrite the id in place.
+            var id = r.apnsId
+            id.withUTF8 { u in UnsafeMutableRawPointer(data + 9).copyMemory(from: u.baseAddress!, byteCount: u.count) }
+        }
+        if r.payload.count > bodyCapacity {
+            body.deallocate()
+            bodyCapacity = r.payload.count
+            body = .allocate(capacity: bodyCapacity)
+            try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
+        }
+        r.payload.withUnsafeBufferPointer { p in
+            if let base = p.baseAddress { body.update(from: base, count: p.count) }
+        }
+        try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.payload.count)), "set body size")
+        try curlCheck(herald_easy_setopt_cstr(h, CURLOPT_URL, baseURL + "/3/device/" + r.token.hex), "set URL")
+        self.job = job
+    }
+
+    private func rebuildHeaders(_ r: PushRequest, key: HeaderKey, fixed: [String]) throws(DeliveryError) {
+        var lines = ["apns-id: \(r.apnsId)"]
+        lines.reserveCapacity(fixed.count + 6)
+        lines.append("apns-topic: \(r.topic)")
+        lines.append("apns-push-type: \(r.pushType.rawValue)")
+        lines.append("apns-priority: \(r.priority)")
+        if let c = r.collapseId { lines.append("apns-collapse-id: \(c)") }
+        if let x = r.expiration { lines.append("apns-expiration: \(x)") }
+        lines += fixed
+        var new: UnsafeMutablePointer<curl_slist>?
+        for line in lines {
+            guard let next = curl_slist_append(new, line) else {
+                if let new { curl_slist_free_all(new) }
+                throw .curl(operation: "build headers", code: -1, message: "out of memory")
+            }
+            new = next
+        }
+        try curlCheck(herald_easy_setopt_slist(easy.handle, CURLOPT_HTTPHEADER, new), "set headers")
+        if let list { curl_slist_free_all(list) }
+        list = new
+        listKey = key
+        apnsIdLength = r.apnsId.utf8.count
+    }
+
+    /// The request's outcome once libcurl reports it done.
+    /// The answer's `apns-unique-id` header, when APNs sent one (development only).
+    var apnsUniqueId: String? {
+        let b = easy.buffers.pointee
+        return b.apnsUniqueId.isEmpty ? nil : String(decoding: b.apnsUniqueId, as: UTF8.self)
+    }
+
+    func outcome(code: CURLcode) -> PushOutcome {
+        guard code == CURLE_OK else {
+            var text = easy.errorText
+            if text.isEmpty { text = String(cString: curl_easy_strerror(code)) }
+            return .transportFailure("curl error \(code.rawValue): \(text)")
+        }
+        let status = easy.responseCode
+        let b = easy.buffers.pointee
+        let apnsId = b.apnsId.isEmpty ? nil : String(decoding: b.apnsId, as: UTF8.self)
+        var reason: APNsReason?
+        var timestamp: Int64?
+        if status != 200, let parsed = ResponseBody.parse(b.body) {
+            reason = parsed.reason.map { APNsReason($0) }
+            timestamp = parsed.timestamp
+        }
+        return .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp)
+    }
+
+    /// New connections libcurl opened for this transfer (reconnects included).
+    var connectsMade: Int {
+        var n = 0
+        _ = herald_easy_getinfo_long(easy.handle, CURLINFO_NUM_CONNECTS, &n)
+        return n
+    }
+
+    /// Errors that mean the connection could not be made at all (as opposed to one that died):
+    /// these back off before reconnecting.
+    static func isConnectFailure(_ code: CURLcode) -> Bool {
+        [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION,
+         CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_CACERT_BADFILE].contains(code)
+    }
+}
+
+/// One libcurl multi handle, i.e. one HTTP/2 connection (MAX_HOST_CONNECTIONS = 1), with the
+/// provider token it has used: a connection must not switch tokens more often than every 20 minutes.
+final class StreamConnection {
+    let multi: CurlMulti
+    var active = 0
+    var jwt: String?
+    var jwtAdoptedAt: Date?
+
+    init(maxStreams: Int) throws(DeliveryError) { multi = try CurlMulti(maxStreams: maxStreams) }
+}

@@ -1,0 +1,269 @@
+import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldPayload
+import HeraldState
+import Logging
+
+/// The runner's side of the streaming sender, on the runner's thread, the only one that touches
+/// the state file. Each turn it commits, in ONE transaction (one fsync with `synchronous=FULL`),
+/// the answers that arrived during the previous commit and claims as many recipients as there is
+/// room for (committed `inflight` before they are handed to the sender); then it takes the next
+/// answers. Commits are therefore as frequent as the disk allows and as large as the traffic
+/// makes them, while the connections keep every stream busy from the queue in front of them.
+///
+/// At most `2 × connections × streams_per_connection` recipients are claimed and not yet recorded
+/// (the window on the wire plus as many waiting or being recorded): memory does not grow with the
+/// audience, and after a `kill -9` only they have an unknown outcome (resent with their apns-id).
+///
+/// It also applies the policies that need the whole picture: the circuit breaker, adaptive
+/// concurrency, the environment guard, `retry.max_elapsed`, and aborting (stop feeding, drain
+/// what is in flight, record it, put the affected recipients back to pending).
+final class SendLoop {
+    private struct Outstanding { var claimed: ClaimedRecipient; var claimedAt: Date }
+
+    let spec: JobSpec
+    let state: RunState
+    let shared: RenderedHeaders
+    let sender: APNsSender
+    /// Deadline, silent-push budget and rates (`throttle.*`), between claiming and sending.
+    let gate: SendGate
+    let logger: Logger
+    let stopRequested: () -> Bool
+    /// Told of every batch of answers once it is committed (progress and metrics).
+    let onRecorded: ([AttemptOutcome]) -> Void
+    let maxAttempts: Int
+    let cap: Int
+    let claimChunk: Int
+
+    private var outstanding: [Int64: Outstanding] = [:]
+    /// BadDeviceToken/DeviceTokenNotForTopic answers held back until the environment guard decides.
+    private var held: [AttemptOutcome] = []
+    private var toRecord: [AttemptOutcome] = []
+    private var toRelease: [Int64] = []
+    private var toExhaust: [Int64] = []
+    /// First attempt in this run of recipients being retried (for `retry.max_elapsed`).
+    private var firstTry: [Int64: Date] = [:]
+    private var breaker = CircuitBreaker()
+    private var adaptive: AdaptiveConcurrency
+    private var guardian = EnvironmentGuard()
+    private var lastFailureEvent: [Int: Int] = [:]
+    private var abort: OutcomeDecision.Abort?
+    /// A TLS trust failure: nothing can be sent until the configuration is fixed.
+    private var trustFailure: String?
+    private var released = 0
+    private var sent = 0
+    private var retries = 0
+    private var withdrawn = false
+    private var nextClaimAt = Date.distantPast
+    private var lastCommit = Date.distantPast
+    /// The longest an answer waits for its commit when traffic is thin.
+    static let maxRecordDelay: TimeInterval = 0.02
+
+    init(spec: JobSpec, state: RunState, shared: RenderedHeaders, sender: APNsSender, gate: SendGate, logger: Logger,
+         stopRequested: @escaping () -> Bool, onRecorded: @escaping ([AttemptOutcome]) -> Void = { _ in }) {
+        self.spec = spec; self.state = state; self.shared = shared; self.sender = sender; self.gate = gate; self.logger = logger
+        self.stopRequested = stopRequested; self.onRecorded = onRecorded
+        maxAttempts = spec.retry.maxAttempts
+        let window = sender.connectionCount * sender.streamsPerConnection
+        cap = 2 * window
+        claimChunk = max(1, window / 4)
+        adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
+    }
+
+    private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || gate.deadlinePassed || stopRequested() }
+
+    func run() throws(RunFailure) -> CampaignRunner.SendResult {
+        try CampaignRunner.wrap(.usage) { () throws(StateError) in
+            try state.resetRunAttempts()
+            try state.recoverInflight()
+        }
+        while true {
+            if halting && !withdrawn {
+                // Stop feeding: what no connection has started never left; it goes back to pending.
+                withdrawn = true
+                for index in sender.withdrawQueued() where outstanding.removeValue(forKey: Int64(index)) != nil {
+                    toRelease.append(Int64(index))
+                }
+            }
+            let claimed = try commitAndClaim()
+            if !claimed.isEmpty {
+                // Held-back recipients (deadline, silent-push budget) are committed by the gate.
+                let admitted = try gate.admit(claimed).send
+                if !admitted.isEmpty { submit(admitted) }
+            }
+            if outstanding.isEmpty && toRecord.isEmpty && toRelease.isEmpty && toExhaust.isEmpty {
+                if halting { break }
+                if claimed.isEmpty, try !waitForRetries() { break }
+                continue
+            }
+            let pending = !toRecord.isEmpty || !toRelease.isEmpty || !toExhaust.isEmpty
+            let results = sender.results(timeout: pending ? max(0.001, Self.maxRecordDelay + lastCommit.timeIntervalSinceNow) : 0.05)
+            for r in results { handle(r) }
+        }
+        return finish()
+    }
+
+    // MARK: commits
+
+    private func commitAndClaim() throws(RunFailure) -> [ClaimedRecipient] {
+        let now = Date()
+        var room = halting ? 0 : cap - outstanding.count
+        room = min(room, gate.batchSize(window: cap))
+        let wantClaim = room > 0 && (room >= claimChunk || outstanding.isEmpty) && now >= nextClaimAt
+        let waiting = toRecord.count + toRelease.count + toExhaust.count
+        // Each commit is an fsync: answers wait for a worthwhile batch, a claim, or a short delay.
+        let wantRecord = waiting > 0 && (waiting >= claimChunk || outstanding.isEmpty || halting
+                                         || now.timeIntervalSince(lastCommit) >= Self.maxRecordDelay)
+        guard wantClaim || wantRecord else { return [] }
+        lastCommit = now
+        let (outcomes, release, exhaust) = (toRecord, toRelease, toExhaust)
+        let claimed = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in
+            try state.commit(outcomes, release: release, exhaust: exhaust, maxAttempts: maxAttempts, claim: wantClaim ? room : 0, now: now)
+        }
+        if !outcomes.isEmpty {
+            onRecorded(outcomes)
+            CrashPoint.send.reached()
+        }
+        released += release.count
+        toRecord.removeAll(keepingCapacity: true)
+        toRelease.removeAll(keepingCapacity: true)
+        toExhaust.removeAll(keepingCapacity: true)
+        // Nothing claimable now: look again shortly (answers recorded meanwhile may make retries due).
+        if wantClaim && claimed.isEmpty { nextClaimAt = now.addingTimeInterval(0.1) }
+        return claimed
+    }
+
+    private func submit(_ claimed: [ClaimedRecipient]) {
+        let now = Date()
+        let sentAt = Int(now.timeIntervalSince1970)
+        var jobs: [PushJob] = []
+        jobs.reserveCapacity(claimed.count)
+        for c in claimed {
+            outstanding[c.seq] = Outstanding(claimed: c, claimedAt: now)
+            let own = c.headers
+            let request = PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: shared.topic, pushType: shared.pushType,
+                                      priority: own?.priority ?? shared.priority, collapseId: own.map { $0.collapseId } ?? shared.collapseId,
+                                      expiration: gate.expiration(own?.expiration ?? shared.expiration, sentAt: sentAt))
+            jobs.append(PushJob(index: Int(c.seq), request: request))
+        }
+        sender.submit(jobs)
+    }
+
+    /// Nothing in flight and nothing claimable: waits for the earliest retry (false: none left
+    /// for this run, or the guard has just decided to stop).
+    private func waitForRetries() throws(RunFailure) -> Bool {
+        if guardian.verdict == .undecided {
+            settleGuard(guardian.finish())
+            return true
+        }
+        let next = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
+        guard let next else { return false }
+        let wait = min(next.timeIntervalSinceNow, 0.25)
+        if wait > 0 { Thread.sleep(forTimeInterval: wait) }
+        nextClaimAt = .distantPast
+        return true
+    }
+
+    // MARK: answers
+
+    private func handle(_ r: PushResult) {
+        let seq = Int64(r.index)
+        guard let o = outstanding.removeValue(forKey: seq) else { return }
+        let now = Date()
+        observe(r)
+        if r.outcome.isTrustFailure, case .transportFailure(let why) = r.outcome {
+            // Never reached APNs: back to pending, uncounted, and the run stops.
+            if trustFailure == nil { logger.error("TLS: \(why)") }
+            trustFailure = trustFailure ?? why
+            toRelease.append(seq)
+            return
+        }
+        switch OutcomeDecision.decide(r.outcome, for: o.claimed, now: now).annotated(with: r) {
+        case .sent(let outcome):
+            sent += 1
+            firstTry.removeValue(forKey: seq)
+            toRecord.append(outcome)
+        case .failed(let outcome, let reason):
+            firstTry.removeValue(forKey: seq)
+            if EnvironmentGuard.isMismatch(reason) {
+                switch guardian.verdict {
+                case .undecided: held.append(outcome)
+                case .tripped: toRelease.append(seq)
+                case .passed: toRecord.append(outcome)
+                }
+            } else {
+                toRecord.append(outcome)
+            }
+        case .retry(let outcome, let delay):
+            retries += 1
+            let first = firstTry[seq] ?? o.claimedAt
+            if now.addingTimeInterval(delay).timeIntervalSince(first) > Double(spec.retry.maxElapsed) {
+                firstTry.removeValue(forKey: seq)
+                toExhaust.append(seq)
+            } else {
+                firstTry[seq] = first
+            }
+            toRecord.append(outcome)
+        case .abort(let a):
+            firstTry.removeValue(forKey: seq)
+            toRelease.append(seq)
+            if abort == nil {
+                abort = a
+                logger.error("APNs answered \(a.status) \(a.reason): stopping the campaign after the requests in flight")
+            }
+        }
+    }
+
+    /// Feeds the circuit breaker, adaptive concurrency and the environment guard.
+    private func observe(_ r: PushResult) {
+        var sample = true
+        if case .transportFailure = r.outcome {
+            // The streams one connection loss failed together are one event.
+            sample = lastFailureEvent[r.connection] != r.event
+            lastFailureEvent[r.connection] = r.event
+        }
+        if sample, let until = breaker.record(failure: OutcomeDecision.isServerFailure(r.outcome), now: Date()) {
+            logger.warning("most recent answers are server errors or lost connections: pausing all sending until \(until) (circuit breaker)")
+            sender.pause(until: until)
+        }
+        if sample, let limit = adaptive.record(pushback: OutcomeDecision.isPushback(r.outcome)) {
+            logger.info("streams per connection now \(limit) (adaptive concurrency)")
+            sender.setStreamLimit(limit)
+        }
+        if case .answered(let status, _, let reason, _) = r.outcome, guardian.verdict == .undecided {
+            settleGuard(guardian.record(status: status, reason: reason))
+        }
+    }
+
+    private func settleGuard(_ verdict: EnvironmentGuard.Verdict) {
+        switch verdict {
+        case .undecided: return
+        case .passed: toRecord += held
+        case .tripped:
+            logger.error("\(guardian.message)")
+            toRelease += held.map(\.seq)
+        }
+        held.removeAll()
+    }
+
+    private func finish() -> CampaignRunner.SendResult {
+        var counters = sender.counters
+        counters.retries = retries
+        counters.throttleDeferrals = gate.counters.throttleDeferrals
+        if let a = abort {
+            return .init(status: .aborted, message: "aborted: APNs answered \(a.status) \(a.reason) (\(a.meaning)); "
+                         + "\(released) recipient(s) put back to pending. Fix the configuration and rerun.", sent: sent, counters: counters)
+        }
+        if let why = trustFailure {
+            return .init(status: .incomplete, message: "the TLS connection to APNs was refused: \(why). "
+                         + "Check apns.ca_file (it replaces the system trust store) or the system's CA certificates, then rerun "
+                         + "(\(sent) sent in this run; the others stay pending)", sent: sent, counters: counters)
+        }
+        if guardian.verdict == .tripped {
+            return .init(status: .aborted, message: "aborted: \(guardian.message); \(released) recipient(s) put back to pending. "
+                         + "Fix the configuration and rerun.", sent: sent, counters: counters)
+        }
+        return .init(status: .finished, message: nil, sent: sent, counters: counters)
+    }
+}
