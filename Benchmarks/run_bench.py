@@ -34,6 +34,7 @@ def main():
     print(f"figures written to {os.path.join(out, 'figures.json')}")
     subprocess.run([sys.executable, os.path.join(here, "render_bench.py")], check=True)  # payload rendering, one core: bench-out/render.json
     subprocess.run([sys.executable, os.path.join(here, "throttle_bench.py"), herald], check=True)  # throttle.rate accuracy over 10 s: bench-out/throttle.json
+    subprocess.run([sys.executable, os.path.join(here, "report_bench.py"), herald], check=True)  # herald report from the state file: bench-out/report*.json
 
 def state_bench(bench):
     """Dedup + checkpoint alone (target >= 300,000 recipients/s), with synchronous=FULL and NORMAL."""

@@ -12,7 +12,7 @@ struct Herald: ParsableCommand {
                   (every command exits 2 for bad usage or configuration)
               3   aborted by a fatal APNs error (auth, topic): fix, rerun
               4   incomplete: rerun the same command to resume
-                  (signal, retries exhausted, deadline)
+                  (signal, retries exhausted, throttle.deadline, silent-push budget deferrals)
               5   too many invalid audience rows (audience.max_invalid_rows)
               75  another run holds the campaign's lock: try again later
             """,

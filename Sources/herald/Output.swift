@@ -31,7 +31,7 @@ enum Output {
             if let r = s.sendsPerSecond {
                 lines.append(String(format: "took      %.2f s (%.0f sends/s)", s.durationSeconds, r))
             }
-            lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)")
+            lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv + .ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)")
             lines.append("state     \(report.statePath)")
         }
         if report.status == .finished {
