@@ -232,6 +232,13 @@ public struct SimulatorRules: Sendable, Equatable {
     /// Token hex prefixes answered 400 DeviceTokenNotForTopic.
     public var notForTopicPrefixes: [String] = []
     public var flaky: [Flaky] = []
+    /// A fixed APNs answer (a reason of Apple's table) for tokens with a prefix.
+    public struct Answer: Sendable, Equatable {
+        public var prefix: String
+        public var reason: String
+        public init(prefix: String, reason: String) { self.prefix = prefix; self.reason = reason }
+    }
+    public var answers: [Answer] = []
     /// Probabilities of 429 TooManyRequests, 500 and 503 for valid requests, and their seed.
     public var p429 = 0.0
     public var p500 = 0.0

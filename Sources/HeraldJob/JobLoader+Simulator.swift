@@ -24,6 +24,20 @@ extension Context {
                 rules.flaky.append(SimulatorRules.Flaky(prefix: prefixes[0], count: count, status: status))
             }
         }
+        if let (node, line) = sm.node("answers") {
+            guard case .sequence(let items) = node else {
+                throw JobError(file: file, line: line, "apns.simulator.answers must be a list of { prefix, reason }")
+            }
+            for (i, item) in items.enumerated() {
+                var a = try YAMLMapping(item, path: "apns.simulator.answers[\(i)]", file: file)
+                let prefixes = try a.hexPrefixes("prefix")
+                guard prefixes.count == 1 else { throw a.error("prefix", "must be one hex prefix") }
+                guard let reason = try a.string("reason") else { throw a.error("reason", "is required (a reason of Apple's table, e.g. BadTopic)") }
+                guard APNsReason(reason).isKnown else { throw a.error("reason", "\"\(reason)\" is not a reason in Apple's table") }
+                try a.finish(known: ["prefix", "reason"])
+                rules.answers.append(SimulatorRules.Answer(prefix: prefixes[0], reason: reason))
+            }
+        }
         for (key, path) in [("p429", \SimulatorRules.p429), ("p500", \SimulatorRules.p500), ("p503", \SimulatorRules.p503)] {
             if let p = try sm.double(key, min: 0) {
                 guard p <= 1 else { throw sm.error(key, "must be a probability from 0 to 1, not \(p)") }
@@ -46,7 +60,7 @@ extension Context {
         rules.jwtMaxAge = try sm.duration("jwt_max_age")
         rules.tokenUpdateInterval = try sm.duration("token_update_interval")
         try sm.finish(known: ["unregistered_prefixes", "bad_token_prefixes", "expired_token_prefixes", "not_for_topic_prefixes",
-                              "flaky", "p429", "p500", "p503", "seed", "latency_ms", "latency_jitter_ms", "goaway_after",
+                              "flaky", "answers", "p429", "p500", "p503", "seed", "latency_ms", "latency_jitter_ms", "goaway_after",
                               "close_after", "close_mode", "max_concurrent_streams", "jwt_max_age", "token_update_interval", "log"])
     }
 }

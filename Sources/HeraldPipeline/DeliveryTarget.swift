@@ -76,7 +76,8 @@ final class DeliveryTarget {
         config.tokenRules = SimulatorTokenRules(
             unregisteredPrefixes: rules.unregisteredPrefixes, expiredTokenPrefixes: rules.expiredTokenPrefixes,
             badTokenPrefixes: rules.badTokenPrefixes, notForTopicPrefixes: rules.notForTopicPrefixes,
-            flaky: rules.flaky.map { FlakyTokenRule(prefix: $0.prefix, failures: $0.count, status: $0.status) })
+            flaky: rules.flaky.map { FlakyTokenRule(prefix: $0.prefix, failures: $0.count, status: $0.status) },
+            answers: rules.answers.map { FixedAnswerRule(prefix: $0.prefix, reason: APNsReason($0.reason)) })
         config.faults = SimulatorFaults(
             p429: rules.p429, p500: rules.p500, p503: rules.p503, seed: rules.seed,
             latencyMs: rules.latencyMs, latencyJitterMs: rules.latencyJitterMs, goawayAfter: rules.goawayAfter,

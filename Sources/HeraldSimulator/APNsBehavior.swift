@@ -40,6 +40,7 @@ final class TokenRuleBook: Sendable {
         lowered.expiredTokenPrefixes = rules.expiredTokenPrefixes.map { $0.lowercased() }
         lowered.badTokenPrefixes = rules.badTokenPrefixes.map { $0.lowercased() }
         lowered.notForTopicPrefixes = rules.notForTopicPrefixes.map { $0.lowercased() }
+        lowered.answers = rules.answers.map { FixedAnswerRule(prefix: $0.prefix.lowercased(), reason: $0.reason) }
         lowered.flaky = rules.flaky.map { FlakyTokenRule(prefix: $0.prefix.lowercased(), failures: $0.failures, status: $0.status) }
         self.rules = lowered
     }
@@ -49,6 +50,9 @@ final class TokenRuleBook: Sendable {
         if rules.isEmpty { return accepted }
         let milliseconds = Int(now.timeIntervalSince1970 * 1000)
         func matches(_ prefixes: [String]) -> Bool { prefixes.contains { token.hasPrefix($0) } }
+        if let rule = rules.answers.first(where: { token.hasPrefix($0.prefix) }) {
+            return accepted.replaced(by: rule.reason, timestamp: rule.reason.entry?.status == 410 ? milliseconds : nil, fault: "answer")
+        }
         if matches(rules.unregisteredPrefixes) { return accepted.replaced(by: "Unregistered", timestamp: milliseconds) }
         if matches(rules.expiredTokenPrefixes) { return accepted.replaced(by: "ExpiredToken", timestamp: milliseconds) }
         if matches(rules.badTokenPrefixes) { return accepted.replaced(by: "BadDeviceToken") }

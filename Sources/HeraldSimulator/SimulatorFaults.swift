@@ -85,9 +85,18 @@ public struct FlakyTokenRule: Sendable, Equatable {
     public static let reasons: [Int: String] = [429: "TooManyRequests", 500: "InternalServerError", 503: "ServiceUnavailable"]
 }
 
+/// Any documented APNs answer, every time, for tokens with a prefix: to rehearse answers no other
+/// rule gives, such as the configuration errors that abort a campaign (BadTopic, BadCertificate…).
+public struct FixedAnswerRule: Sendable, Equatable {
+    public var prefix: String
+    /// A reason of Apple's table (APNsReasonTable); the status is the table's.
+    public var reason: APNsReason
+    public init(prefix: String, reason: APNsReason) { self.prefix = prefix; self.reason = reason }
+}
+
 /// Deterministic answers for chosen device tokens, by hex prefix (a whole token is a prefix too,
-/// so a list of tokens works). The first matching rule in this order decides: unregistered,
-/// expired, bad, not-for-topic, flaky.
+/// so a list of tokens works). The first matching rule in this order decides: fixed answers,
+/// unregistered, expired, bad, not-for-topic, flaky.
 public struct SimulatorTokenRules: Sendable, Equatable {
     /// 410 `Unregistered`, with the `timestamp` Apple sends.
     public var unregisteredPrefixes: [String]
@@ -98,9 +107,11 @@ public struct SimulatorTokenRules: Sendable, Equatable {
     /// 400 `DeviceTokenNotForTopic`.
     public var notForTopicPrefixes: [String]
     public var flaky: [FlakyTokenRule]
+    public var answers: [FixedAnswerRule]
 
     public init(unregisteredPrefixes: [String] = [], expiredTokenPrefixes: [String] = [], badTokenPrefixes: [String] = [],
-                notForTopicPrefixes: [String] = [], flaky: [FlakyTokenRule] = []) {
+                notForTopicPrefixes: [String] = [], flaky: [FlakyTokenRule] = [], answers: [FixedAnswerRule] = []) {
+        self.answers = answers
         self.unregisteredPrefixes = unregisteredPrefixes
         self.expiredTokenPrefixes = expiredTokenPrefixes
         self.badTokenPrefixes = badTokenPrefixes
@@ -110,13 +121,16 @@ public struct SimulatorTokenRules: Sendable, Equatable {
 
     var isEmpty: Bool {
         unregisteredPrefixes.isEmpty && expiredTokenPrefixes.isEmpty && badTokenPrefixes.isEmpty
-            && notForTopicPrefixes.isEmpty && flaky.isEmpty
+            && notForTopicPrefixes.isEmpty && flaky.isEmpty && answers.isEmpty
     }
 
     func validate() throws(SimulatorError) {
-        let all = unregisteredPrefixes + expiredTokenPrefixes + badTokenPrefixes + notForTopicPrefixes + flaky.map(\.prefix)
+        let all = unregisteredPrefixes + expiredTokenPrefixes + badTokenPrefixes + notForTopicPrefixes + flaky.map(\.prefix) + answers.map(\.prefix)
         for p in all where p.isEmpty || !p.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }) {
             throw .badConfiguration("token prefix \"\(p)\" must be hex digits")
+        }
+        for rule in answers where rule.reason.entry == nil {
+            throw .badConfiguration("answer for prefix \(rule.prefix): \"\(rule.reason)\" is not a reason in Apple's table")
         }
         for rule in flaky {
             guard rule.failures >= 1 else { throw .badConfiguration("flaky prefix \(rule.prefix): count must be at least 1, not \(rule.failures)") }

@@ -23,7 +23,7 @@ struct SimCommand: ParsableCommand {
             apns-priority (BadPriority), apns-id (BadMessageId), apns-expiration (BadExpirationDate), \
             apns-collapse-id (BadCollapseId), body (PayloadEmpty, 413 PayloadTooLarge, BadPayload). \
             A valid request then meets the random faults (--p429/--p500/--p503), then the token \
-            rules (unregistered, expired, bad, not-for-topic, flaky; first match), else 200.
+            rules (answer, unregistered, expired, bad, not-for-topic, flaky; first match), else 200.
             """
     )
 
@@ -137,6 +137,8 @@ struct SimTokenRuleOptions: ParsableArguments {
     var bad: [String] = []
     @Option(name: .customLong("not-for-topic-prefix"), help: ArgumentHelp("Answer 400 DeviceTokenNotForTopic.", valueName: "hex"))
     var notForTopic: [String] = []
+    @Option(name: .customLong("answer"), help: ArgumentHelp("Answer this reason of Apple's table (status from the table) to tokens with the prefix, every time, e.g. abcd=BadTopic.", valueName: "hex=Reason"))
+    var answer: [String] = []
     @Option(name: .customLong("flaky-prefix"), help: ArgumentHelp("Fail --flaky-count times with --flaky-status, then succeed (per token).", valueName: "hex"))
     var flaky: [String] = []
     @Option(name: .customLong("flaky-count"), parsing: .unconditionalSingleValue, help: ArgumentHelp("Failures before success: once for every --flaky-prefix, or once per prefix in order (default 2).", valueName: "n"))
@@ -168,12 +170,21 @@ struct SimTokenRuleOptions: ParsableArguments {
             guard let s = Int(text), FlakyTokenRule.reasons[s] != nil else { throw SimCommandError("--flaky-status must be 429, 500 or 503, not \"\(text)\"") }
             return s
         }
+        var answers: [FixedAnswerRule] = []
+        for spec in answer {
+            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[1].isEmpty else { throw SimCommandError("--answer must be hex=Reason, not \"\(spec)\"") }
+            let prefix = try prefixes("--answer", [parts[0]])[0]
+            guard APNsReason(parts[1]).isKnown else { throw SimCommandError("--answer \(spec): \"\(parts[1])\" is not a reason in Apple's table") }
+            answers.append(FixedAnswerRule(prefix: prefix, reason: APNsReason(parts[1])))
+        }
         return SimulatorTokenRules(
             unregisteredPrefixes: try prefixes("--unregistered-prefix", unregistered),
             expiredTokenPrefixes: try prefixes("--expired-token-prefix", expired),
             badTokenPrefixes: try prefixes("--bad-token-prefix", bad),
             notForTopicPrefixes: try prefixes("--not-for-topic-prefix", notForTopic),
-            flaky: flakyPrefixes.indices.map { FlakyTokenRule(prefix: flakyPrefixes[$0], failures: counts[$0], status: statuses[$0]) })
+            flaky: flakyPrefixes.indices.map { FlakyTokenRule(prefix: flakyPrefixes[$0], failures: counts[$0], status: statuses[$0]) },
+            answers: answers)
     }
 }
 
