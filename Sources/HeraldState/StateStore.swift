@@ -39,9 +39,10 @@ public final class StateStore: Sendable {
             config.readonly = readOnly
             config.prepareDatabase { db in
                 try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-                // A bounded page cache (32 MiB): the unique (run, token) index of a million recipients
-                // stays mostly in memory without memory growing with the audience beyond it.
-                try db.execute(sql: "PRAGMA cache_size = -32768")
+                // A bounded page cache (8 MiB). Appends, the claim index and the report scan are all
+                // sequential, so a larger cache bought nothing: at 32 MiB a 200k-recipient run peaked
+                // at 145 MiB RSS, at 8 MiB at 87 MiB, and ran faster.
+                try db.execute(sql: "PRAGMA cache_size = -8192")
             }
             config.busyMode = .timeout(5)
             db = try DatabaseQueue(path: path, configuration: config)
