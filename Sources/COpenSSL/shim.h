@@ -11,4 +11,5 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <openssl/pkcs12.h>
+#include <openssl/provider.h>
 #endif

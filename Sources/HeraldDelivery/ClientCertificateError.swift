@@ -28,8 +28,8 @@ public enum ClientCertificateError: Error, Equatable, CustomStringConvertible {
         case .wrongPassword(let field, let path, nil):
             return "apns.certificate.\(field): \(path) is password-protected: name the variable holding its password with apns.certificate.password_env"
         case .unsupportedEncryption(let path, let detail):
-            return "apns.certificate.p12_file: \(path) opens with this password but uses an encryption OpenSSL 3 no longer supports by default "
-                + "(\(detail)); re-export it with current algorithms: openssl pkcs12 -legacy -in old.p12 -nodes | openssl pkcs12 -export -out new.p12"
+            return "apns.certificate.p12_file: \(path) opens with this password but uses an encryption this OpenSSL cannot read, even with its "
+                + "legacy provider (\(detail)); re-export it with current algorithms: openssl pkcs12 -legacy -in old.p12 -nodes | openssl pkcs12 -export -out new.p12"
         case .incomplete(let path, let missing):
             return "apns.certificate.p12_file: \(path) holds no \(missing)"
         case .notPEMCertificate(let path):

@@ -18,7 +18,10 @@ extension ClientIdentity {
         switch spec {
         case .p12(let path, let variable):
             let bytes = try read(path, field: "p12_file")
-            let expiry = try checkPKCS12(bytes, path: path, password: password ?? "", variable: variable, now: now)
+            let (expiry, converted) = try checkPKCS12(bytes, path: path, password: password ?? "", variable: variable, now: now)
+            if let converted {
+                return ClientIdentity(material: .pem(certificate: converted.certificate, key: converted.key), password: nil, label: path, expiresAt: expiry)
+            }
             return ClientIdentity(material: .p12(bytes), password: password ?? "", label: path, expiresAt: expiry)
         case .pem(let certPath, let keyPath, let variable):
             let cert = try read(certPath, field: "cert_file")
@@ -36,9 +39,13 @@ extension ClientIdentity {
     }
 
     /// The MAC is checked first: it fails exactly when the password is wrong, whereas
-    /// PKCS12_parse also fails for a right password on a bundle encrypted with RC2/3DES, which
-    /// OpenSSL 3 leaves to its legacy provider.
-    private static func checkPKCS12(_ bytes: [UInt8], path: String, password: String, variable: String?, now: Date) throws(ClientCertificateError) -> Date? {
+    /// PKCS12_parse also fails for a right password on a bundle encrypted with RC2-40, as Keychain
+    /// Access exports certificates, which OpenSSL 3 leaves to its legacy provider. Then the legacy
+    /// provider is loaded (keeping the default one) and the bundle re-read; the certificate, its
+    /// chain and key go to libcurl as PEM in memory (`converted`), since libcurl reads P12 blobs
+    /// with the same OpenSSL.
+    private static func checkPKCS12(_ bytes: [UInt8], path: String, password: String, variable: String?,
+                                    now: Date) throws(ClientCertificateError) -> (Date?, (certificate: [UInt8], key: [UInt8])?) {
         guard let p12 = withBIO(bytes, { d2i_PKCS12_bio($0, nil) }) else { throw .notPKCS12(path: path) }
         defer { PKCS12_free(p12) }
         if PKCS12_mac_present(p12) == 1, PKCS12_verify_mac(p12, password, Int32(password.utf8.count)) != 1 {
@@ -46,14 +53,42 @@ extension ClientIdentity {
         }
         var pkey: OpaquePointer?
         var cert: OpaquePointer?
-        guard PKCS12_parse(p12, password, &pkey, &cert, nil) == 1 else {
-            throw .unsupportedEncryption(path: path, detail: ES256Key.opensslError())
+        var chain: OpaquePointer?
+        var legacy = false
+        if PKCS12_parse(p12, password, &pkey, &cert, &chain) != 1 {
+            let detail = ES256Key.opensslError()
+            guard OSSL_PROVIDER_try_load(nil, "legacy", 1) != nil, PKCS12_parse(p12, password, &pkey, &cert, &chain) == 1 else {
+                ERR_clear_error()
+                throw .unsupportedEncryption(path: path, detail: detail)
+            }
+            legacy = true
         }
-        defer { EVP_PKEY_free(pkey); X509_free(cert) }
+        defer {
+            EVP_PKEY_free(pkey)
+            X509_free(cert)
+            OPENSSL_sk_pop_free(chain, { X509_free(OpaquePointer($0)) })
+        }
         guard let cert else { throw .incomplete(path: path, missing: "certificate") }
         guard let pkey else { throw .incomplete(path: path, missing: "private key") }
         guard X509_check_private_key(cert, pkey) == 1 else { throw .keyMismatch(certificate: path, key: path) }
-        return try validity(cert, path: path, now: now)
+        let expiry = try validity(cert, path: path, now: now)
+        guard legacy else { return (expiry, nil) }
+        var certificatePEM = pem { PEM_write_bio_X509($0, cert) }
+        for i in 0..<max(0, Int(OPENSSL_sk_num(chain))) {
+            if let extra = OPENSSL_sk_value(chain, Int32(i)) { certificatePEM += pem { PEM_write_bio_X509($0, OpaquePointer(extra)) } }
+        }
+        return (expiry, (certificatePEM, pem { PEM_write_bio_PrivateKey($0, pkey, nil, nil, 0, nil, nil) }))
+    }
+
+    /// What `write` puts into a memory BIO, as bytes.
+    private static func pem(_ write: (OpaquePointer) -> Int32) -> [UInt8] {
+        guard let bio = BIO_new(BIO_s_mem()) else { return [] }
+        defer { BIO_free(bio) }
+        guard write(bio) == 1 else { return [] }
+        var data: UnsafeMutableRawPointer?
+        let n = BIO_ctrl(bio, BIO_CTRL_INFO, 0, &data)   // BIO_get_mem_data, a macro
+        guard n > 0, let data else { return [] }
+        return Array(UnsafeRawBufferPointer(start: data, count: Int(n)))
     }
 
     private static func checkPEM(cert: [UInt8], certPath: String, key: [UInt8], keyPath: String, password: String?,

@@ -32,7 +32,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["p12", "pem", "encrypted pem"])
+    @Test(arguments: ["p12", "legacy p12", "pem", "encrypted pem"])
     func aLoadedCertificateSendsWithoutAuthorization(_ form: String) throws {
         let f = try Fixture(dir: dir)
         defer { try? f.sim.shutdown() }
@@ -40,6 +40,7 @@ import Testing
         let env = ["P12_PASSWORD": files.password]
         let spec: CertificateAuthSpec = switch form {
         case "p12": .p12(path: files.p12, passwordEnv: "P12_PASSWORD")
+        case "legacy p12": .p12(path: files.legacyP12, passwordEnv: "P12_PASSWORD")
         case "pem": .pem(certificatePath: files.certificate, keyPath: files.key, passwordEnv: nil)
         default: .pem(certificatePath: files.certificate, keyPath: files.encryptedKey, passwordEnv: "P12_PASSWORD")
         }
