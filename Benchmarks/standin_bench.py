@@ -8,8 +8,8 @@ tokens "deadbeef…" answered 410):
 
 - herald (release): `herald run` end to end on a generated 1M-recipient csv.gz campaign (read,
   render, SQLite checkpoints, send, reports), endpoint = the stand-in URL, ca_file = its CA,
-  auth = a generated .p8 key; recipients/s = distinct recipients / wall time; peak RSS (wait4's
-  ru_maxrss, the figure GNU time prints).
+  auth = a generated .p8 key; recipients/s = distinct recipients / wall time; peak RSS from GNU
+  time (/usr/bin/time, package `time`; without it RSS is not reported).
 - curl --parallel --parallel-max 100 --http2 (libcurl's own tool), PEER_REQUESTS requests.
 - h2load (nghttp2's C load tool: the practical ceiling), 1 connection x 500 streams.
 - aioapns (Python), in Benchmarks/.venv (pip); skipped with a message when PyPI is unreachable.
@@ -22,7 +22,8 @@ herald's peak RSS on a 5M-recipient campaign (against 1M's).
 Usage: standin_bench.py [HERALD_BINARY]   (default .build/release/herald)
 Env: STANDIN_ROWS (1000000), PEER_REQUESTS (200000), AIOAPNS_REQUESTS (100000), REPS (3),
      HERALD_CONNECTIONS (1), HERALD_STREAMS (500), STANDIN_RATE (2000; 0 skips the rate check),
-     STANDIN_5M (unset: skip the 5M run).
+     STANDIN_5M (unset: skip the 5M run; REPS=0 STANDIN_RATE=0 STANDIN_5M=1 runs it alone, compared with
+     the last bench-out/standin.json, into bench-out/standin-5m.json).
 Skips (exit 0, with a message) when nginx-light or h2load is not installed.
 """
 import gzip, json, os, random, re, shutil, socket, statistics, subprocess, sys, time
@@ -67,18 +68,23 @@ def free_port():
 
 def run_measured(cmd, env=None):
     """Runs cmd pinned to the client core: (wall seconds, exit code, peak RSS MiB, stdout, stderr).
-    The RSS is the child's own ru_maxrss from wait4, the figure GNU time -v prints (taskset exec()s
-    the command, so the child is the client itself)."""
+    Peak RSS is GNU time's (%M): wait4's ru_maxrss from Python is wrong for small clients, since a
+    vfork()ed child reports the parent's RSS until it execs."""
     started = time.monotonic()
     out_path = os.path.join(WORK, "last.stdout")
     err_path = os.path.join(WORK, "last.stderr")
+    rss_path = os.path.join(WORK, "last.rss")
+    timer = ["/usr/bin/time", "-f", "%M", "-o", rss_path] if os.path.exists("/usr/bin/time") else []
     with open(out_path, "wb") as o, open(err_path, "wb") as e:
-        p = subprocess.Popen(["taskset", "-c", CLIENT_CPU] + cmd, stdout=o, stderr=e, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
+        p = subprocess.run(timer + ["taskset", "-c", CLIENT_CPU] + cmd, stdout=o, stderr=e, env=env)
     wall = time.monotonic() - started
+    rss = None
+    if timer:
+        with open(rss_path) as f:
+            lines = f.read().split()
+            rss = int(lines[-1]) / 1024 if lines and lines[-1].isdigit() else None
     with open(out_path, "rb") as o, open(err_path, "rb") as e:
-        return wall, p.returncode, usage.ru_maxrss / 1024, o.read().decode(errors="replace"), e.read().decode(errors="replace")
+        return wall, p.returncode, rss, o.read().decode(errors="replace"), e.read().decode(errors="replace")
 
 
 # ---------- the stand-in ----------
@@ -183,7 +189,7 @@ def run_herald(herald, job, name):
         summary = json.load(f)
     c = summary["counts"]
     return {"recipients": c["distinct"], "sent": c["sent"], "failed": c["failed"], "wall_seconds": round(wall, 2),
-            "rate": round(c["distinct"] / wall, 1), "peak_rss_mib": round(rss, 1), "by_reason": summary.get("by_reason", {})}
+            "rate": round(c["distinct"] / wall, 1), "peak_rss_mib": round(rss, 1) if rss else None, "by_reason": summary.get("by_reason", {})}
 
 
 def write_curl_config(path, si, jwt, payload, n):
@@ -207,7 +213,7 @@ def run_curl(config, n):
     statuses = {}
     for code, _ in lines:
         statuses[code] = statuses.get(code, 0) + 1
-    return {"requests": n, "wall_seconds": round(wall, 2), "rate": round(n / wall, 1), "peak_rss_mib": round(rss, 1),
+    return {"requests": n, "wall_seconds": round(wall, 2), "rate": round(n / wall, 1), "peak_rss_mib": round(rss, 1) if rss else None,
             "statuses": statuses, "connections": sum(int(c) for _, c in lines)}
 
 
@@ -222,7 +228,7 @@ def run_h2load(si, jwt, payload, uris, n):
         return {"error": f"h2load exited {rc}: {(out + err).strip()[-300:]}"}
     status = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
     seconds = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1)
-    return {"requests": n, "seconds": round(seconds, 3), "rate": float(m.group(3)), "peak_rss_mib": round(rss, 1),
+    return {"requests": n, "seconds": round(seconds, 3), "rate": float(m.group(3)), "peak_rss_mib": round(rss, 1) if rss else None,
             "status_2xx": int(status.group(1)), "status_4xx": int(status.group(3))}
 
 
@@ -249,7 +255,7 @@ def run_aioapns(py, si, payload, n):
     if rc != 0:
         return {"error": f"aioapns exited {rc}: {err.strip()[-300:]}"}
     r = json.loads(out.strip().splitlines()[-1])
-    r["peak_rss_mib"] = round(rss, 1)
+    r["peak_rss_mib"] = round(rss, 1) if rss else None
     return r
 
 
@@ -349,7 +355,7 @@ def main():
                    "load_average": os.getloadavg(), "runs": runs}
         med = {k: median(v) for k, v in runs.items()}
         figures["median_rate"] = med
-        figures["herald_peak_rss_mib_1m"] = max((r["peak_rss_mib"] for r in runs["herald"]), default=None)
+        figures["herald_peak_rss_mib_1m"] = max((r["peak_rss_mib"] for r in runs["herald"] if r.get("peak_rss_mib")), default=None)
         ratios = {}
         for peer in ("curl", "aioapns", "h2load"):
             if med["herald"] and med.get(peer):
@@ -374,6 +380,10 @@ def main():
             si.stop()
             figures["herald_5m"] = r
             base = figures["herald_peak_rss_mib_1m"]
+            if base is None and os.path.exists(os.path.join(OUT, "standin.json")):   # REPS=0: compare with the last full run
+                with open(os.path.join(OUT, "standin.json")) as f:
+                    base = json.load(f).get("herald_peak_rss_mib_1m")
+                figures["herald_peak_rss_mib_1m_from"] = os.path.join(OUT, "standin.json")
             figures["rss_5m_vs_1m_percent"] = round((r["peak_rss_mib"] / base - 1) * 100, 1) if base else None
             log(f"herald 5M: {r['rate']:,.0f}/s, peak RSS {r['peak_rss_mib']} MiB ({figures['rss_5m_vs_1m_percent']:+} % vs 1M)")
     finally:
@@ -383,9 +393,10 @@ def main():
           f"{connections}x{streams}), curl --parallel {med['curl']}/s, h2load {med['h2load']}/s, aioapns {med['aioapns']}/s; "
           f"ratios {ratios}; herald peak RSS {figures['herald_peak_rss_mib_1m']} MiB at {rows:,}")
     os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "standin.json"), "w") as f:
+    out = os.path.join(OUT, "standin.json" if reps > 0 else "standin-5m.json")   # REPS=0 STANDIN_5M=1: the 5M run alone
+    with open(out, "w") as f:
         json.dump(figures, f, indent=2)
-    print(f"standin: figures written to {os.path.join(OUT, 'standin.json')}")
+    print(f"standin: figures written to {out}")
 
 
 if __name__ == "__main__":
