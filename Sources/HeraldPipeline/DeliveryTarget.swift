@@ -90,7 +90,7 @@ final class DeliveryTarget {
     }
 
     /// With a client certificate or a proxy, one connection is tried before the first push
-    /// (ConnectionProbe: TLS + the HTTP/2 preface, no request), so a refused certificate ends the
+    /// (ConnectionProbe: TLS 1.2 and one HEAD /, not a notification), so a refused certificate ends the
     /// run with exit 3 and a refused tunnel with exit 2, instead of every recipient being retried
     /// as a connection error. Other failures are left to the send loop's retries.
     static func probe(_ settings: ConnectionSettings, spec: JobSpec) throws(RunFailure) {
