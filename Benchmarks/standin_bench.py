@@ -389,9 +389,10 @@ def main():
     finally:
         si.stop()
 
-    print(f"standin: medians of {reps}: herald {med['herald']}/s (end to end, {rows:,} recipients, "
-          f"{connections}x{streams}), curl --parallel {med['curl']}/s, h2load {med['h2load']}/s, aioapns {med['aioapns']}/s; "
-          f"ratios {ratios}; herald peak RSS {figures['herald_peak_rss_mib_1m']} MiB at {rows:,}")
+    if reps > 0:
+        print(f"standin: medians of {reps}: herald {med['herald']}/s (end to end, {rows:,} recipients, "
+              f"{connections}x{streams}), curl --parallel {med['curl']}/s, h2load {med['h2load']}/s, aioapns {med['aioapns']}/s; "
+              f"ratios {ratios}; herald peak RSS {figures['herald_peak_rss_mib_1m']} MiB at {rows:,}")
     os.makedirs(OUT, exist_ok=True)
     out = os.path.join(OUT, "standin.json" if reps > 0 else "standin-5m.json")   # REPS=0 STANDIN_5M=1: the 5M run alone
     with open(out, "w") as f:
