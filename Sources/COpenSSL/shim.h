@@ -9,4 +9,7 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <openssl/x509.h>
+#include <openssl/pkcs12.h>
+#include <openssl/provider.h>
 #endif

@@ -92,7 +92,7 @@ public struct APNsSpec: Sendable {
     public var endpoint: APNsEndpoint
     public var caFile: String?
     public var topic: String
-    /// Token auth. Nil only with `endpoint: simulator`, where herald makes a key at run time.
+    /// Token auth. Nil with `endpoint: simulator` (herald makes a key at run time) or with `certificate`.
     public var auth: TokenAuthSpec?
     public var connections: Int
     public var streamsPerConnection: Int
@@ -102,6 +102,10 @@ public struct APNsSpec: Sendable {
     public var connectTimeout = 10
     public var requestTimeout = 30
     public var idleTimeout = 600
+    /// Certificate authentication instead of `auth` (ConnectionAuthSpec.swift).
+    public var certificate: CertificateAuthSpec?
+    /// nil: libcurl's default (the `https_proxy` environment variable, if set).
+    public var proxy: ProxySpec?
     public init(endpoint: APNsEndpoint, caFile: String? = nil, topic: String, auth: TokenAuthSpec?,
                 connections: Int = 1, streamsPerConnection: Int = 500) {
         self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth

@@ -9,6 +9,8 @@ public struct ConnectionSettings: Sendable {
     public var trust: TLSTrust
     /// A client certificate (certificate authentication); nil for provider tokens.
     public var identity: ClientIdentity?
+    /// `apns.proxy`; nil leaves libcurl's default (https_proxy from the environment).
+    public var proxy: ProxySettings?
     /// Requests in flight on this connection (HTTP/2 streams).
     public var maxStreams: Int
     public var connectTimeoutMs: Int
@@ -49,7 +51,7 @@ public final class APNsConnection {
     private func easy() throws(DeliveryError) -> Int {
         if let i = free.popLast() { return i }
         let slot = easies.count
-        easies.append(try CurlEasy(slot: slot, tls: settings.trust, identity: settings.identity, connectTimeoutMs: settings.connectTimeoutMs,
+        easies.append(try CurlEasy(slot: slot, tls: settings.trust, identity: settings.identity, proxy: settings.proxy, connectTimeoutMs: settings.connectTimeoutMs,
                                    requestTimeoutMs: settings.requestTimeoutMs))
         return slot
     }

@@ -28,7 +28,7 @@ final class CurlEasy {
     /// True while a method other than POST is set (tests of the simulator's 405).
     private var customMethod = false
 
-    init(slot: Int, tls: TLSTrust, identity: ClientIdentity? = nil, connectTimeoutMs: Int, requestTimeoutMs: Int) throws(DeliveryError) {
+    init(slot: Int, tls: TLSTrust, identity: ClientIdentity? = nil, proxy: ProxySettings? = nil, connectTimeoutMs: Int, requestTimeoutMs: Int) throws(DeliveryError) {
         guard let h = curl_easy_init() else { throw .curl(operation: "curl_easy_init", code: -1, message: "out of memory") }
         handle = h
         buffers = .allocate(capacity: 1)
@@ -46,6 +46,7 @@ final class CurlEasy {
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verify host")
         try tls.apply(to: h)
         try identity?.apply(to: h)
+        try proxy?.apply(to: h)
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMs), "set connect timeout")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, requestTimeoutMs), "set request timeout")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_POST, 1), "set POST")

@@ -34,7 +34,7 @@ final class StreamSlot {
 
     init(slot: Int, settings: ConnectionSettings) throws(DeliveryError) {
         self.slot = slot
-        easy = try CurlEasy(slot: slot, tls: settings.trust, identity: settings.identity, connectTimeoutMs: settings.connectTimeoutMs,
+        easy = try CurlEasy(slot: slot, tls: settings.trust, identity: settings.identity, proxy: settings.proxy, connectTimeoutMs: settings.connectTimeoutMs,
                             requestTimeoutMs: settings.requestTimeoutMs)
         let h = easy.handle
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPIDLE, max(1, settings.keepAliveSeconds)), "set TCP keepalive idle")

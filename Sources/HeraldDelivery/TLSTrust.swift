@@ -27,22 +27,3 @@ public enum TLSTrust: Sendable, Equatable {
         }
     }
 }
-
-/// A TLS client certificate for APNs certificate authentication: PEM files of the certificate
-/// and its private key. Paths only: libcurl reads them, their content never passes through herald.
-public struct ClientIdentity: Sendable, Equatable {
-    public var certificatePEMPath: String
-    public var privateKeyPEMPath: String
-
-    public init(certificatePEMPath: String, privateKeyPEMPath: String) {
-        self.certificatePEMPath = certificatePEMPath
-        self.privateKeyPEMPath = privateKeyPEMPath
-    }
-
-    func apply(to handle: UnsafeMutableRawPointer) throws(DeliveryError) {
-        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_SSLCERTTYPE, "PEM"), "set client certificate type")
-        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_SSLCERT, certificatePEMPath), "set client certificate")
-        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_SSLKEYTYPE, "PEM"), "set client key type")
-        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_SSLKEY, privateKeyPEMPath), "set client key")
-    }
-}

@@ -85,10 +85,14 @@ extension Context {
             try a.finish(known: ["team_id", "key_id", "key_file", "key_env"])
             auth = TokenAuthSpec(teamId: team, keyId: kid, key: source)
         }
-        if m.has("certificate") { throw m.error("certificate", "(certificate authentication) is not supported yet: use auth with a .p8 key") }
-        if m.has("proxy") { throw m.error("proxy", "is not supported yet") }
-        if auth == nil && endpoint != .simulator {
-            throw JobError(file: file, line: m.line, "apns.auth is required for endpoint \(endpoint.name)")
+        let certificate = try parseCertificate(&m)
+        let proxy = try parseProxy(&m)
+        if certificate != nil && auth != nil { throw m.error("certificate", "and apns.auth are alternatives: give one (a certificate, or a .p8 key)") }
+        if certificate != nil && endpoint == .simulator {
+            throw m.error("certificate", "needs a real endpoint: the in-process simulator uses token auth (rehearse certificates with `herald sim --client-ca` and endpoint: https://127.0.0.1:PORT)")
+        }
+        if auth == nil && certificate == nil && endpoint != .simulator {
+            throw JobError(file: file, line: m.line, "apns.auth (or apns.certificate) is required for endpoint \(endpoint.name)")
         }
         var rules = SimulatorRules()
         if var sm = try m.mapping("simulator") {
@@ -111,6 +115,8 @@ extension Context {
         spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
         spec.requestTimeout = timeouts["request_timeout"] ?? spec.requestTimeout
         spec.idleTimeout = timeouts["idle_timeout"] ?? spec.idleTimeout
+        spec.certificate = certificate
+        spec.proxy = proxy
         return spec
     }
 

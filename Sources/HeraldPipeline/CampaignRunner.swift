@@ -80,6 +80,7 @@ public final class CampaignRunner {
             }
             payloads = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
+            try DeliveryTarget.checkCredentials(spec)
             store = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }
             run = try Self.wrap(.usage) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)

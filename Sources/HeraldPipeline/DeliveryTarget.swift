@@ -7,8 +7,9 @@ import HeraldSimulator
 /// For `endpoint: simulator` it starts the in-process simulator on an ephemeral loopback port with
 /// a fresh CA that only this client trusts: no credentials, no network.
 final class DeliveryTarget {
-    let settings: ConnectionSettings
-    let token: ProviderToken
+    private(set) var settings: ConnectionSettings
+    /// nil with certificate authentication: then no request carries `authorization`.
+    let token: ProviderToken?
     let simulator: APNsSimulator?
 
     static let simulatorTeamId = "HERALDSIM1"
@@ -40,18 +41,32 @@ final class DeliveryTarget {
                 token = try ProviderToken(privateKeyPEM: privatePEM, source: "(simulator key)", teamId: teamId, keyId: keyId)
                 settings = Self.timed(ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM), maxStreams: streams), spec.apns)
             } else {
-                guard let auth = spec.apns.auth, let base = spec.apns.endpoint.baseURL else {
-                    throw RunFailure(.usage, "\(spec.jobFile): apns.auth is required for endpoint \(spec.apns.endpoint.name)")
+                guard let base = spec.apns.endpoint.baseURL else {
+                    throw RunFailure(.usage, "\(spec.jobFile): apns.auth or apns.certificate is required for endpoint \(spec.apns.endpoint.name)")
                 }
-                token = try ProviderToken(auth: auth)
-                simulator = nil
                 let trust: TLSTrust = spec.apns.caFile.map { .caFile($0) } ?? .system
-                settings = Self.timed(ConnectionSettings(baseURL: base, trust: trust, maxStreams: streams), spec.apns)
+                var s = ConnectionSettings(baseURL: base, trust: trust, maxStreams: streams)
+                if let auth = spec.apns.auth {
+                    token = try ProviderToken(auth: auth)
+                } else if let certificate = spec.apns.certificate {
+                    s.identity = try ClientIdentity.load(certificate)
+                    token = nil
+                } else {
+                    throw RunFailure(.usage, "\(spec.jobFile): apns.auth or apns.certificate is required for endpoint \(spec.apns.endpoint.name)")
+                }
+                simulator = nil
+                settings = Self.timed(s, spec.apns)
             }
+            if let proxy = spec.apns.proxy { settings.proxy = try ProxySettings.resolve(proxy) }
+            try Self.probe(settings, spec: spec)
         } catch let e as RunFailure {
             throw e
         } catch let e as DeliveryError {
             throw RunFailure(.usage, e.description)
+        } catch let e as ClientCertificateError {
+            throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
+        } catch let e as ProxyError {
+            throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
         } catch {
             throw RunFailure(.usage, "\(error)")
         }
@@ -66,6 +81,41 @@ final class DeliveryTarget {
         s.requestTimeoutMs = apns.requestTimeout * 1000
         s.idleTimeoutMs = apns.idleTimeout * 1000
         return s
+    }
+
+    /// The certificate (file, password, key, validity) and the proxy credentials, checked before
+    /// the audience is read: a wrong password is exit 2 at once, not after reading a million rows.
+    static func checkCredentials(_ spec: JobSpec) throws(RunFailure) {
+        do {
+            if let certificate = spec.apns.certificate { _ = try ClientIdentity.load(certificate) }
+            if let proxy = spec.apns.proxy { _ = try ProxySettings.resolve(proxy) }
+        } catch let e as ClientCertificateError {
+            throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
+        } catch let e as ProxyError {
+            throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
+        } catch {
+            throw RunFailure(.usage, "\(spec.jobFile): \(error)")
+        }
+    }
+
+    /// With a client certificate or a proxy, one connection is tried before the first push
+    /// (ConnectionProbe: TLS 1.2 and one HEAD /, not a notification), so a refused certificate ends the
+    /// run with exit 3 and a refused tunnel with exit 2, instead of every recipient being retried
+    /// as a connection error. Other failures are left to the send loop's retries.
+    static func probe(_ settings: ConnectionSettings, spec: JobSpec) throws(RunFailure) {
+        guard settings.identity != nil || (settings.proxy?.url != nil) else { return }
+        switch ConnectionProbe.run(settings, timeoutMs: settings.connectTimeoutMs) {
+        case .accepted, .unreachable:
+            return
+        case .refused(let why) where settings.identity != nil:
+            throw RunFailure(.aborted, "\(spec.jobFile): APNs refused the client certificate \(settings.identity!.label) (apns.certificate): \(why); "
+                             + "check that it is the app's current push certificate for this environment. Nothing was sent")
+        case .refused(let why):
+            throw RunFailure(.aborted, "\(spec.jobFile): APNs refused the connection: \(why). Nothing was sent")
+        case .proxyRefused(let status):
+            let hint = status == 407 ? ": it wants credentials (apns.proxy user_env and password_env), or refused the ones given" : ""
+            throw RunFailure(.usage, "\(spec.jobFile): apns.proxy \(settings.proxy?.url ?? "") refused to open a tunnel to APNs (HTTP \(status))\(hint). Nothing was sent")
+        }
     }
 
     /// The job's `apns.simulator` keys onto the simulator's configuration. The simulator keeps

@@ -85,10 +85,9 @@ import Testing
         #expect(error.message.contains("key file that does not exist: ../keys/AuthKey_NOPE.p8"))
     }
 
-    @Test func knownButUnimplementedKeysSaySo() throws {
+    @Test func proxyOnceReservedIsNowParsed() throws {
         let path = try setup(Self.minimal.replacingOccurrences(of: "  auth: {", with: "  proxy: http://proxy:3128\n  auth: {"))
-        let error = try #require(throws: JobError.self) { try JobLoader.load(path: path) }
-        #expect(error.message == "apns.proxy is not supported yet")
+        #expect(try JobLoader.load(path: path).apns.proxy == .http(url: "http://proxy:3128", userEnv: nil, passwordEnv: nil))
     }
 
     @Test func badValuesAreRejectedWithTheRule() throws {

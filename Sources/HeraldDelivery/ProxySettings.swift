@@ -1,0 +1,70 @@
+internal import CCurl
+import Foundation
+import HeraldCore
+
+/// How connections reach APNs (`apns.proxy`): directly, or through an HTTP proxy's CONNECT tunnel,
+/// inside which TLS (and the certificate or token) stays end to end between herald and APNs.
+/// Credentials are read from the environment when the run starts and go only to libcurl
+/// (CURLOPT_PROXYUSERNAME/PROXYPASSWORD); `description` shows the URL alone.
+public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// `http://host:port`, or nil to connect directly.
+    public let url: String?
+    let user: String?
+    let password: String?
+
+    public static let direct = ProxySettings(url: nil, user: nil, password: nil)
+
+    public static func http(_ url: String) -> ProxySettings { ProxySettings(url: url, user: nil, password: nil) }
+
+    init(url: String?, user: String?, password: String?) { self.url = url; self.user = user; self.password = password }
+
+    public static func resolve(_ spec: ProxySpec, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ProxyError) -> ProxySettings {
+        switch spec {
+        case .direct:
+            return .direct
+        case .http(let url, nil, nil):
+            return .http(url)
+        case .http(let url, let userEnv, let passwordEnv):
+            var found: [String] = []
+            for name in [userEnv, passwordEnv].compactMap({ $0 }) {
+                guard let v = environment[name], !v.isEmpty else { throw .credentialsMissing(field: name == userEnv ? "user_env" : "password_env", variable: name) }
+                found.append(v)
+            }
+            return ProxySettings(url: url, user: found.first, password: found.count > 1 ? found[1] : nil)
+        }
+    }
+
+    public var description: String { url.map { "proxy \($0)\(user == nil ? "" : " (with credentials)")" } ?? "no proxy" }
+    public var debugDescription: String { description }
+
+    func apply(to handle: UnsafeMutableRawPointer) throws(DeliveryError) {
+        guard let url else {
+            // An empty proxy turns off libcurl's use of https_proxy/all_proxy from the environment.
+            try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_PROXY, ""), "disable proxy")
+            return
+        }
+        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_PROXY, url), "set proxy")
+        try curlCheck(herald_easy_setopt_long(handle, CURLOPT_PROXYTYPE, Int(CURLPROXY_HTTP.rawValue)), "set proxy type")
+        try curlCheck(herald_easy_setopt_long(handle, CURLOPT_HTTPPROXYTUNNEL, 1), "tunnel through the proxy")
+        // The job's proxy applies to APNs whatever no_proxy in the environment says.
+        try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_NOPROXY, ""), "ignore no_proxy")
+        if let user {
+            try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_PROXYUSERNAME, user), "set proxy user")
+            try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_PROXYPASSWORD, password ?? ""), "set proxy password")
+            // Basic, sent with the first CONNECT (CURLAUTH_BASIC is 1 << 0, a cast macro Swift cannot
+            // import): what HTTP proxies ask for, without the extra 407 round trip of negotiating.
+            try curlCheck(herald_easy_setopt_long(handle, CURLOPT_PROXYAUTH, 1), "set proxy authentication")
+        }
+    }
+}
+
+/// Why the job's proxy cannot be used. Messages name the job field, never a credential.
+public enum ProxyError: Error, Equatable, CustomStringConvertible {
+    case credentialsMissing(field: String, variable: String)
+
+    public var description: String {
+        switch self {
+        case .credentialsMissing(let field, let v): return "apns.proxy.\(field): environment variable \(v) is not set or empty"
+        }
+    }
+}

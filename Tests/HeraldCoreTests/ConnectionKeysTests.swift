@@ -1,0 +1,88 @@
+import Foundation
+import HeraldCore
+import HeraldJob
+import HeraldTestSupport
+import Testing
+
+/// `apns.certificate` and `apns.proxy` in the job file: shapes, files, and secrets kept out.
+@Suite struct ConnectionKeysTests {
+    let dir = TemporaryDirectory("job-connect")
+
+    func load(apns extra: String, auth: Bool = false, endpoint: String = "production") throws -> JobSpec {
+        try dir.write("samples/a.csv", "token\n" + String(repeating: "ab", count: 32) + "\n")
+        try dir.write("keys/push.p12", "not read by the loader")
+        try dir.write("keys/push.pem", "not read by the loader")
+        try dir.write("keys/push.key", "not read by the loader")
+        try dir.write("keys/AuthKey_ABC123DEFG.p8", "not read by the loader")
+        let path = try dir.write("jobs/job.yaml", """
+            campaign: c
+            audience: { files: [../samples/a.csv] }
+            apns:
+              endpoint: \(endpoint)
+              topic: com.example.app
+            \(auth ? "  auth: { team_id: DEF123GHIJ, key_id: ABC123DEFG, key_file: ../keys/AuthKey_ABC123DEFG.p8 }\n" : "")\(extra)
+            push:
+              template: { aps: { alert: "x" } }
+            """)
+        return try JobLoader.load(path: path)
+    }
+
+    func failure(apns extra: String, auth: Bool = false, endpoint: String = "production") throws -> JobError {
+        try #require(throws: JobError.self) { try load(apns: extra, auth: auth, endpoint: endpoint) }
+    }
+
+    @Test func certificateAsP12OrPEMReplacesAuth() throws {
+        let p12 = try load(apns: "  certificate: { p12_file: ../keys/push.p12, password_env: APNS_P12_PASSWORD }")
+        #expect(p12.apns.auth == nil)
+        #expect(p12.apns.certificate == .p12(path: dir.file("keys/push.p12"), passwordEnv: "APNS_P12_PASSWORD"))
+        let pem = try load(apns: "  certificate: { cert_file: ../keys/push.pem, key_file: ../keys/push.key }")
+        #expect(pem.apns.certificate == .pem(certificatePath: dir.file("keys/push.pem"), keyPath: dir.file("keys/push.key"), passwordEnv: nil))
+    }
+
+    @Test func certificateMistakesNameTheField() throws {
+        let cases: [(String, Bool, String, String)] = [
+            ("  certificate: { p12_file: ../keys/push.p12 }", true, "production", "apns.certificate and apns.auth are alternatives"),
+            ("  certificate: { p12_file: ../keys/missing.p12 }", false, "production", "apns.certificate.p12_file names a file that does not exist or cannot be read: ../keys/missing.p12"),
+            ("  certificate: { cert_file: ../keys/push.pem }", false, "production", "apns.certificate.cert_file needs key_file"),
+            ("  certificate: { p12_file: ../keys/push.p12, cert_file: ../keys/push.pem, key_file: ../keys/push.key }", false, "production", "not both"),
+            ("  certificate: { password_env: X }", false, "production", "apns.certificate needs p12_file, or cert_file and key_file"),
+            ("  certificate: { p12_file: ../keys/push.p12, password_env: hunter2! }", false, "production", "must name an environment variable"),
+            ("  certificate: { p12_file: ../keys/push.p12, password: hunter2 }", false, "production", "unknown key \"apns.certificate.password\""),
+            ("  certificate: { p12_file: ../keys/push.p12 }", false, "simulator", "needs a real endpoint"),
+            ("", false, "production", "apns.auth (or apns.certificate) is required"),
+        ]
+        for (extra, auth, endpoint, expected) in cases {
+            let error = try failure(apns: extra, auth: auth, endpoint: endpoint)
+            #expect(error.message.contains(expected), "\(error)")
+            #expect(!error.description.contains("hunter2"), "\(error)")
+        }
+    }
+
+    @Test func proxyForms() throws {
+        #expect(try load(apns: "  proxy: http://10.0.0.1:3128", auth: true).apns.proxy == .http(url: "http://10.0.0.1:3128", userEnv: nil, passwordEnv: nil))
+        #expect(try load(apns: "  proxy: http://proxy.internal", auth: true).apns.proxy == .http(url: "http://proxy.internal:80", userEnv: nil, passwordEnv: nil))
+        #expect(try load(apns: "  proxy: none", auth: true).apns.proxy == .direct)
+        #expect(try load(apns: "", auth: true).apns.proxy == nil)
+        #expect(try load(apns: "  proxy: { url: http://p:8080, user_env: PU, password_env: PP }", auth: true).apns.proxy
+                == .http(url: "http://p:8080", userEnv: "PU", passwordEnv: "PP"))
+    }
+
+    @Test func proxyMistakesNeverEchoCredentials() throws {
+        let cases: [(String, String)] = [
+            ("  proxy: http://bob:hunter2@p:8080", "must not carry credentials in its URL (http://…@p:8080)"),
+            ("  proxy: https://p:8443", "only http:// proxies are supported"),
+            ("  proxy: socks5://p:1080", "only http:// proxies are supported"),
+            ("  proxy: p:8080", "must be an http://host:port URL"),
+            ("  proxy: http://p:8080/path", "with no path"),
+            ("  proxy: { url: http://p:8080, user_env: PU }", "needs both user_env and password_env"),
+            ("  proxy: { url: http://p:8080, user: bob }", "unknown key \"apns.proxy.user\""),
+            ("  proxy: [http://p:8080]", "apns.proxy must be"),
+        ]
+        for (extra, expected) in cases {
+            let error = try failure(apns: extra, auth: true)
+            #expect(error.message.contains(expected), "\(error)")
+            #expect(!error.description.contains("hunter2"), "\(error)")
+            #expect(error.line != nil, "\(error)")
+        }
+    }
+}
