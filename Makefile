@@ -5,14 +5,17 @@ SHELL := /bin/bash
 SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
 # Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests).
 TEST_PACKAGES := chromium
+# Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).
+BENCH_PACKAGES := nginx-light nghttp2-client time
 HERALD_DEBUG := .build/debug/herald
 HERALD_RELEASE := .build/release/herald
 
-.PHONY: deps test-deps build release test demo bench clean
+.PHONY: deps test-deps bench-deps build release test demo bench clean
 
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(TEST_PACKAGES)
-deps test-deps:
+bench-deps: PACKAGES = $(BENCH_PACKAGES)
+deps test-deps bench-deps:
 	@missing=""; \
 	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -47,7 +50,7 @@ demo: build
 	@echo
 	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (summary.html, deliveries.csv, deliveries.ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)"
 
-bench: release
+bench: release bench-deps
 	swift build -c release --product herald-bench
 	@python3 Benchmarks/run_bench.py $(HERALD_RELEASE)
 

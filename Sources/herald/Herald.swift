@@ -10,9 +10,11 @@ struct Herald: ParsableCommand {
               0   finished: every recipient reached a final state
               2   usage, configuration or audience error before sending
                   (every command exits 2 for bad usage or configuration)
-              3   aborted by a fatal APNs error (auth, topic): fix, rerun
-              4   incomplete: rerun the same command to resume
-                  (signal, retries exhausted, throttle.deadline, silent-push budget deferrals)
+              3   aborted by a fatal APNs error (key, certificate, topic, environment
+                  guard: sandbox/production or topic mismatch): fix, rerun
+              4   incomplete: rerun the same command to resume (signal, retries
+                  exhausted or retry.max_elapsed, throttle.deadline, silent-push budget
+                  deferrals, APNs server certificate not verified: check apns.ca_file)
               5   too many invalid audience rows (audience.max_invalid_rows)
               75  another run holds the campaign's lock: try again later
             """,
