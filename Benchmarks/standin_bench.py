@@ -21,7 +21,7 @@ herald's peak RSS on a 5M-recipient campaign (against 1M's).
 
 Usage: standin_bench.py [HERALD_BINARY]   (default .build/release/herald)
 Env: STANDIN_ROWS (1000000), PEER_REQUESTS (200000), AIOAPNS_REQUESTS (100000), REPS (3),
-     HERALD_CONNECTIONS (1), HERALD_STREAMS (500), STANDIN_RATE (2000; 0 skips the rate check),
+     HERALD_CONNECTIONS (1), HERALD_STREAMS (200: on loopback 100-200 in flight is fastest, see the README), STANDIN_RATE (2000; 0 skips the rate check),
      STANDIN_5M (unset: skip the 5M run; REPS=0 STANDIN_RATE=0 STANDIN_5M=1 runs it alone, compared with
      the last bench-out/standin.json, into bench-out/standin-5m.json).
 Skips (exit 0, with a message) when nginx-light or h2load is not installed.
@@ -300,7 +300,7 @@ def main():
     aio_n = int(os.environ.get("AIOAPNS_REQUESTS", "100000"))
     reps = int(os.environ.get("REPS", "3"))
     connections = int(os.environ.get("HERALD_CONNECTIONS", "1"))
-    streams = int(os.environ.get("HERALD_STREAMS", "500"))
+    streams = int(os.environ.get("HERALD_STREAMS", "200"))
     rate = int(os.environ.get("STANDIN_RATE", "2000"))
     for d in ("jobs", "state", "reports", "data"):
         os.makedirs(os.path.join(WORK, d), exist_ok=True)
