@@ -20,9 +20,15 @@ public struct RunState: Sendable {
         }
     }
 
+    /// Marks the run finished and drops its staged rows: every recipient is final, so no payload
+    /// will be sent again, and a recurring campaign's state file would otherwise keep every
+    /// run's rendered payloads (about 300 MB a million recipients). Recipients keep their
+    /// (now dangling) `row` number; only claiming and the suppression check join on it, and
+    /// neither runs for a finished run.
     public func finish(now: Date = Date()) throws(StateError) {
         try write { db in
             try db.execute(sql: "UPDATE run SET finished_at = ? WHERE id = ?", arguments: [Timestamp.iso(now), id])
+            try db.execute(sql: "DELETE FROM audience_row WHERE run = ?", arguments: [id])
         }
     }
 

@@ -112,6 +112,23 @@ import Testing
         #expect(again.id == run.id && again.finishedAt != nil && again.disposition == .finished)
     }
 
+    /// A finished run's staged payloads are dropped (a daily campaign would otherwise keep every
+    /// day's), while its recipients, and so its reports, stay whole.
+    @Test func finishingDropsTheStagedRowsButKeepsTheRecipients() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        try s.run(run).ingest(batch([1, 2, 3]))
+        try s.run(run).markIngestComplete()
+        try s.run(run).record(try s.run(run).claim(limit: 10).map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
+        #expect(try s.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row") } == 3)
+        try s.run(run).finish()
+        #expect(try s.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row") } == 0)
+        var sent = 0
+        try s.run(run).forEachDelivery { if $0.status == .sent { sent += 1 } }
+        let count = try s.run(run).recipientCount()
+        #expect(sent == 3 && count == 3)
+    }
+
     func batch(_ ids: [Int], line: Int = 0) -> IngestBatch {
         var b = IngestBatch()
         b.recipients = ids.map { recipient($0) }
