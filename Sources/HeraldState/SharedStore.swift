@@ -6,7 +6,7 @@ import GRDB
 ///
 /// Campaigns run as separate processes, possibly at the same time, so the file is in WAL mode with
 /// a busy timeout, and every write is one short transaction. Created 0600 like the state files.
-public final class SharedStore: Sendable {
+public final class SharedStore: SQLiteStore, Sendable {
     public static let fileName = "herald-shared.sqlite"
 
     public let path: String
@@ -21,27 +21,9 @@ public final class SharedStore: Sendable {
     public init(path: String, readOnly: Bool = false) throws(StateError) {
         self.path = path
         do {
-            if readOnly {
-                guard FileManager.default.fileExists(atPath: path) else {
-                    throw StateError(path: path, message: "no shared state file yet")
-                }
-            } else {
-                let dir = (path as NSString).deletingLastPathComponent
-                try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
-                if !FileManager.default.fileExists(atPath: path) {
-                    let fd = open(path, O_CREAT | O_WRONLY, 0o600)
-                    guard fd >= 0 else { throw StateError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
-                    close(fd)
-                }
-            }
-            var config = Configuration()
-            config.readonly = readOnly
-            config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             // Another campaign may hold the write lock for one short transaction.
-            config.busyMode = .timeout(30)
-            db = try DatabaseQueue(path: path, configuration: config)
+            db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no shared state file yet", busyTimeout: 30)
             if !readOnly {
-                _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
                 // Campaigns starting together may both find a migration unapplied (GRDB reads the
                 // applied list before the migration's own transaction); the loser's CREATE fails
                 // and rolls back, and on the next try it finds the migration recorded.
@@ -52,13 +34,5 @@ public final class SharedStore: Sendable {
         } catch {
             throw StateError(path: path, error)
         }
-    }
-
-    func write<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
-        do { return try db.write(body) } catch { throw StateError(path: path, error) }
-    }
-
-    func read<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
-        do { return try db.read(body) } catch { throw StateError(path: path, error) }
     }
 }

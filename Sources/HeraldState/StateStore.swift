@@ -7,7 +7,7 @@ import HeraldCore
 /// Crash safety is the product: a recipient is committed as `inflight` before its request leaves and
 /// its answer is committed after, in batches (one transaction per batch, so SQLite is not the
 /// bottleneck). WAL with `synchronous=FULL` makes each commit survive a power loss, not only a crash.
-public final class StateStore: Sendable {
+public final class StateStore: SQLiteStore, Sendable {
     public let path: String
     let db: DatabaseQueue
 
@@ -21,33 +21,12 @@ public final class StateStore: Sendable {
     public init(path: String, readOnly: Bool = false, durability: Durability = .full) throws(StateError) {
         self.path = path
         do {
-            if readOnly {
-                guard FileManager.default.fileExists(atPath: path) else {
-                    throw StateError(path: path, message: "no state file yet: the campaign has never run")
-                }
-            } else {
-                let dir = (path as NSString).deletingLastPathComponent
-                try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
-                // Created 0600 before SQLite opens it; SQLite gives -wal and -shm the same mode.
-                if !FileManager.default.fileExists(atPath: path) {
-                    let fd = open(path, O_CREAT | O_WRONLY, 0o600)
-                    guard fd >= 0 else { throw StateError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
-                    close(fd)
-                }
-            }
-            var config = Configuration()
-            config.readonly = readOnly
-            config.prepareDatabase { db in
-                try db.execute(sql: durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
-                // A bounded page cache (8 MiB). Appends, the claim index and the report scan are all
-                // sequential, so a larger cache bought nothing: at 32 MiB a 200k-recipient run peaked
-                // at 145 MiB RSS, at 8 MiB at 87 MiB, and ran faster.
-                try db.execute(sql: "PRAGMA cache_size = -8192")
-            }
-            config.busyMode = .timeout(5)
-            db = try DatabaseQueue(path: path, configuration: config)
+            // A bounded page cache (8 MiB). Appends, the claim index and the report scan are all
+            // sequential, so a larger cache bought nothing: at 32 MiB a 200k-recipient run peaked
+            // at 145 MiB RSS, at 8 MiB at 87 MiB, and ran faster.
+            db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no state file yet: the campaign has never run",
+                                     synchronousFull: durability == .full, cacheKiB: 8192, busyTimeout: 5)
             if !readOnly {
-                _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
                 try StateSchema.migrator.migrate(db)
             } else if try db.read({ db in try !StateSchema.migrator.hasCompletedMigrations(db) }) {
                 throw StateError(path: path, message: "written by an older herald; run `herald run` once to upgrade it")
@@ -55,14 +34,6 @@ public final class StateStore: Sendable {
         } catch {
             throw StateError(path: path, error)
         }
-    }
-
-    func write<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
-        do { return try db.write(body) } catch { throw StateError(path: path, error) }
-    }
-
-    func read<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
-        do { return try db.read(body) } catch { throw StateError(path: path, error) }
     }
 
     // MARK: Runs

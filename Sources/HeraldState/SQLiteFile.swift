@@ -1,0 +1,52 @@
+import Foundation
+import GRDB
+
+/// How herald opens its SQLite files (a campaign's state file, the shared file beside them): the
+/// file is created 0600 before SQLite opens it (SQLite gives -wal and -shm the same mode), WAL
+/// journal, `synchronous=FULL` unless asked otherwise. Each store runs its own migrations after.
+enum SQLiteFile {
+    /// `missing` is the message when a read-only open finds no file.
+    static func open(path: String, readOnly: Bool, missing: String, synchronousFull: Bool = true, cacheKiB: Int? = nil,
+                     busyTimeout: TimeInterval) throws -> DatabaseQueue {
+        if readOnly {
+            guard FileManager.default.fileExists(atPath: path) else { throw StateError(path: path, message: missing) }
+        } else {
+            let dir = (path as NSString).deletingLastPathComponent
+            try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
+            if !FileManager.default.fileExists(atPath: path) {
+                let fd = Foundation.open(path, O_CREAT | O_WRONLY, 0o600)
+                guard fd >= 0 else { throw StateError(path: path, message: "cannot create: \(String(cString: strerror(errno)))") }
+                close(fd)
+            }
+        }
+        var config = Configuration()
+        config.readonly = readOnly
+        config.prepareDatabase { db in
+            try db.execute(sql: synchronousFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            if let cacheKiB { try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)") }
+        }
+        config.busyMode = .timeout(busyTimeout)
+        let db = try DatabaseQueue(path: path, configuration: config)
+        if !readOnly {
+            _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+        }
+        return db
+    }
+}
+
+/// A store over one SQLite file: every read and write maps SQLite's errors to `StateError`
+/// naming the file.
+protocol SQLiteStore {
+    var path: String { get }
+    var db: DatabaseQueue { get }
+}
+
+extension SQLiteStore {
+    func write<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
+        do { return try db.write(body) } catch { throw StateError(path: path, error) }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
+        do { return try db.read(body) } catch { throw StateError(path: path, error) }
+    }
+}
