@@ -27,10 +27,23 @@ enum SQLiteFile {
         }
         config.busyMode = .timeout(busyTimeout)
         let db = try DatabaseQueue(path: path, configuration: config)
-        if !readOnly {
-            _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
-        }
+        if !readOnly { try enableWAL(db) }
         return db
+    }
+
+    /// Switching a new file to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once
+    /// (no busy handler) when another process opening the same new file holds it: two campaigns
+    /// starting together on a new herald-shared.sqlite. The other one is switching it too, so a
+    /// short wait and a retry finds it in WAL already.
+    private static func enableWAL(_ db: DatabaseQueue) throws {
+        for attempt in 1... {
+            do {
+                _ = try db.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+                return
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && attempt < 100 {
+                usleep(50_000)
+            }
+        }
     }
 }
 
