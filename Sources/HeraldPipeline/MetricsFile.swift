@@ -123,32 +123,15 @@ public struct MetricsFile: Sendable {
         return f.date(from: text)
     }
 
-    /// Temp file in the same directory (rename is atomic only within one file system), fsync, rename.
+    /// Temp file in the same directory (rename is atomic only within one file system), fsync,
+    /// rename: HeraldReports' AtomicFile, readable by the collector's user.
     static func replace(_ path: String, with text: String) throws(MetricsError) {
-        let dir = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        let temp = (dir.isEmpty ? "." : dir) + "/." + name + ".\(getpid()).tmp"
-        let fd = open(temp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw MetricsError(path: path, why: String(cString: strerror(errno))) }
-        fchmod(fd, 0o644)   // whatever the umask says: the collector must read it
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBufferPointer { posixWrite(fd, $0.baseAddress!, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                let why = String(cString: strerror(errno))
-                close(fd); unlink(temp)
-                throw MetricsError(path: path, why: why)
-            }
-            offset += n
-        }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard synced, rename(temp, path) == 0 else {
-            let why = String(cString: strerror(errno))
-            unlink(temp)
-            throw MetricsError(path: path, why: why)
+        do throws(ReportError) {
+            let file = try AtomicFile(path: path, mode: 0o644)
+            try file.write(text)
+            try file.commit()
+        } catch {
+            throw MetricsError(path: path, why: error.why)
         }
     }
 }

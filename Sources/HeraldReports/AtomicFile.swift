@@ -2,7 +2,9 @@ import Foundation
 
 /// A report file written to a temporary name and renamed into place, so a reader (or a crash)
 /// never sees half a report. Created 0600: reports hold device tokens, which are personal data.
-final class AtomicFile {
+/// The metrics file is written the same way, 0644 (it holds counts only, and node_exporter runs
+/// as another user); the temporary name (`<name>.tmp-<pid>`) never ends in `.prom`.
+public final class AtomicFile {
     let path: String
     private let tempPath: String
     private let fd: Int32
@@ -11,12 +13,13 @@ final class AtomicFile {
     /// Set for `reports.compress`: what is written goes through gzip.
     private let deflater: GzipDeflater?
 
-    init(path: String, gzip: Bool = false) throws(ReportError) {
+    public init(path: String, gzip: Bool = false, mode: mode_t = 0o600) throws(ReportError) {
         self.path = path
         self.tempPath = path + ".tmp-\(getpid())"
         deflater = gzip ? try GzipDeflater(path: path) : nil
-        let fd = open(tempPath, O_CREAT | O_TRUNC | O_WRONLY, 0o600)
+        let fd = open(tempPath, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, mode)
         guard fd >= 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
+        fchmod(fd, mode)   // whatever the umask says
         self.fd = fd
         buffer.reserveCapacity(1 << 16)
     }
@@ -25,7 +28,7 @@ final class AtomicFile {
         if !closed { close(fd); unlink(tempPath) }
     }
 
-    func write(_ text: String) throws(ReportError) {
+    public func write(_ text: String) throws(ReportError) {
         buffer.append(contentsOf: text.utf8)
         if buffer.count >= 1 << 16 { try flush() }
     }
@@ -58,7 +61,7 @@ final class AtomicFile {
     }
 
     /// Flushes, fsyncs and renames into place.
-    func commit() throws(ReportError) {
+    public func commit() throws(ReportError) {
         try flush(finish: true)
         guard fsync(fd) == 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
         close(fd)
