@@ -74,13 +74,14 @@ public final class CampaignRunner {
         let store: StateStore
         let payloads: PayloadRenderer
         let run: RunInfo
+        let credentials: DeliveryTarget.Credentials
         do throws(RunFailure) {
             if !spec.audience.prescan {
                 throw RunFailure(.usage, "\(spec.jobFile): audience.prescan: false is not supported yet: herald records the whole audience (one read, which is the prescan) before the first push; sending while reading is not built")
             }
             payloads = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
-            try DeliveryTarget.checkCredentials(spec)
+            credentials = try DeliveryTarget.loadCredentials(spec)
             store = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }
             run = try Self.wrap(.usage) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)
@@ -116,7 +117,7 @@ public final class CampaignRunner {
                              apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
             try checkInvalidRows(state: state)
             try applySuppressionList(state: state, topic: headers.shared.topic)
-            let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId)
+            let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
             defer { target.shutdown() }
             let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
                 try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)

@@ -15,7 +15,8 @@ final class DeliveryTarget {
     static let simulatorTeamId = "HERALDSIM1"
     static let simulatorKeyId = "HERALDKEY1"
 
-    init(spec: JobSpec, bundleId: String) throws(RunFailure) {
+    /// `credentials`: what `loadCredentials` read before the audience.
+    init(spec: JobSpec, bundleId: String, credentials: Credentials) throws(RunFailure) {
         let streams = spec.apns.streamsPerConnection
         do {
             if spec.apns.endpoint == .simulator {
@@ -48,8 +49,8 @@ final class DeliveryTarget {
                 var s = ConnectionSettings(baseURL: base, trust: trust, maxStreams: streams)
                 if let auth = spec.apns.auth {
                     token = try ProviderToken(auth: auth)
-                } else if let certificate = spec.apns.certificate {
-                    s.identity = try ClientIdentity.load(certificate)
+                } else if let identity = credentials.identity {
+                    s.identity = identity
                     token = nil
                 } else {
                     throw RunFailure(.usage, "\(spec.jobFile): apns.auth or apns.certificate is required for endpoint \(spec.apns.endpoint.name)")
@@ -57,16 +58,12 @@ final class DeliveryTarget {
                 simulator = nil
                 settings = Self.timed(s, spec.apns)
             }
-            if let proxy = spec.apns.proxy { settings.proxy = try ProxySettings.resolve(proxy) }
+            settings.proxy = credentials.proxy
             try Self.probe(settings, spec: spec)
         } catch let e as RunFailure {
             throw e
         } catch let e as DeliveryError {
             throw RunFailure(.usage, e.description)
-        } catch let e as ClientCertificateError {
-            throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
-        } catch let e as ProxyError {
-            throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
         } catch {
             throw RunFailure(.usage, "\(error)")
         }
@@ -83,12 +80,18 @@ final class DeliveryTarget {
         return s
     }
 
-    /// The certificate (file, password, key, validity) and the proxy credentials, checked before
-    /// the audience is read: a wrong password is exit 2 at once, not after reading a million rows.
-    static func checkCredentials(_ spec: JobSpec) throws(RunFailure) {
+    /// The client certificate and the proxy settings, read once.
+    struct Credentials {
+        var identity: ClientIdentity?
+        var proxy: ProxySettings?
+    }
+
+    /// The certificate (file, password, key, validity) and the proxy credentials, read and checked
+    /// before the audience is: a wrong password is exit 2 at once, not after reading a million rows.
+    static func loadCredentials(_ spec: JobSpec) throws(RunFailure) -> Credentials {
         do {
-            if let certificate = spec.apns.certificate { _ = try ClientIdentity.load(certificate) }
-            if let proxy = spec.apns.proxy { _ = try ProxySettings.resolve(proxy) }
+            return Credentials(identity: try spec.apns.certificate.map { try ClientIdentity.load($0) },
+                               proxy: try spec.apns.proxy.map { try ProxySettings.resolve($0) })
         } catch let e as ClientCertificateError {
             throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
         } catch let e as ProxyError {
