@@ -90,9 +90,11 @@ import Testing
         // is given up by libcurl ("Connection died, tried 5 times before giving up"), and a stream
         // racing a GOAWAY can fail ("Error in the HTTP2 framing layer"): transport failures the
         // runner resends with the same apns-id. Resend those, as the runner does.
+        var resent: Set<Int> = []
         for _ in 0..<5 {
             let lost = Set(results.filter { $0.outcome.isTransportFailure }.map(\.index))
             if lost.isEmpty { break }
+            resent.formUnion(lost)
             results = results.filter { !lost.contains($0.index) } + Self.stream(sender, Self.jobs(1...600).filter { lost.contains($0.index) }, ahead: 100)
         }
         sender.shutdown()
@@ -100,8 +102,15 @@ import Testing
         let log = f.sim.requestLog.entries()
         let answered200 = log.filter { $0.status == 200 && $0.outcome == .answered }.compactMap(\.apnsId)
         #expect(Set(answered200).count == 600)
-        #expect(answered200.count == 600, "no request processed twice, refused ones included")
-        #expect(log.count == 600, "refused streams never reached the log: they were not processed")
+        // A request whose answer was lost with its connection (the server processed it, then the
+        // connection closed under a GOAWAY before the answer was read: seen on a loaded machine, 6
+        // of 600) is outcome unknown, and resending it with the same apns-id is the documented
+        // behaviour. Only those may be processed twice; a refused stream, retried by libcurl
+        // itself, never: it is not in `resent`.
+        let resentIds = Set(Self.jobs(1...600).filter { resent.contains($0.index) }.map(\.request.apnsId))
+        let processedTwice = Dictionary(grouping: answered200, by: { $0 }).filter { $0.value.count > 1 }.keys
+        #expect(processedTwice.allSatisfy { resentIds.contains($0) }, "no request processed twice unless the runner resent it")
+        #expect(log.count == answered200.count, "refused streams never reached the log: they were not processed")
         #expect(f.sim.requestLog.stats().connections >= 10, "600 requests at 60 per connection")
         #expect(sender.counters.connectionsOpened == f.sim.requestLog.stats().connections, "every connection libcurl opened is counted")
     }
