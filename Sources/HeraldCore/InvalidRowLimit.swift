@@ -46,6 +46,21 @@ public enum InvalidRowLimit: Sendable, Equatable, CustomStringConvertible {
     /// True when `invalid` rows out of `rows` is more than the limit allows.
     public func isExceeded(invalid: Int, rows: Int) -> Bool { invalid > allowed(rows: rows) }
 
+    /// Rows read before a percentage is judged on a partial audience (sending while reading):
+    /// the first rows alone are too few to say anything about the whole (one bad row among the
+    /// first ten is 10 %).
+    public static let sampleBeforeJudging = 10_000
+
+    /// The check made while the audience is still being read (`audience.prescan: false`): a count is
+    /// final as soon as it is passed; a percentage only counts once `sampleBeforeJudging` rows are
+    /// read, and the whole audience is judged again at its end with `isExceeded`.
+    public func isExceededSoFar(invalid: Int, rows: Int) -> Bool {
+        switch self {
+        case .count: return isExceeded(invalid: invalid, rows: rows)
+        case .percentage: return rows >= Self.sampleBeforeJudging && isExceeded(invalid: invalid, rows: rows)
+        }
+    }
+
     /// As a job writes it: `1000` or `5%` / `0.5%`.
     public var description: String {
         switch self {

@@ -7,38 +7,34 @@ import HeraldState
 extension CampaignRunner {
     static let ingestBatchRows = 8_192
 
-    /// Makes sure the run's recipients are all recorded before anything is sent. A new run reads
-    /// its audience; a resumed one continues from its checkpoint if the files are unchanged, and
-    /// reads them again as a new pass if they changed (identity is the token: a token already sent
-    /// is never sent again; new recipients are added, vanished undecided ones are not sent).
-    ///
-    /// `apnsIdSeed` names the apns-ids: the campaign for its first run, so `herald preview` shows
-    /// the apns-id the run will send; the campaign and the run id for a later run of the same name
-    /// (`--new-run`), a new notification with new ids.
-    func readAudience(state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String) throws(RunFailure) {
+    /// Compares the audience files with what the run recorded when it first read them. A resumed
+    /// run continues from its checkpoint if the files are unchanged, and reads them again as a new
+    /// pass if they changed (identity is the token: a token already sent is never sent again; new
+    /// recipients are added, vanished undecided ones are not sent). Returns the run as it now is.
+    func prepareAudience(state: RunState, run: RunInfo) throws(RunFailure) -> RunInfo {
         let current = try AudienceFingerprinter.fingerprints(of: spec.audience.files)
-        var run = run
         let recorded = try Self.wrap(.usage) { () throws(StateError) in try state.audienceFiles() }
         if recorded.isEmpty {
             try Self.wrap(.usage) { () throws(StateError) in try state.recordAudienceFiles(current) }
-        } else {
-            let changes = AudienceFingerprinter.differences(old: recorded, new: current)
-            if !changes.isEmpty {
-                logger.warning("the audience changed since run \(run.runId) first read it: \(changes.joined(separator: "; ")). Reading it again: tokens already sent are not sent again, new ones are added, vanished ones still pending are not sent")
-                try Self.wrap(.usage) { () throws(StateError) in try state.startNewAudiencePass(current) }
-                run = try Self.wrap(.usage) { () throws(StateError) in try state.reload() }
-            }
+            return run
         }
-        if !run.ingestComplete {
-            try ingest(into: state, run: run, renderer: renderer, apnsIdSeed: apnsIdSeed)
-        }
+        let changes = AudienceFingerprinter.differences(old: recorded, new: current)
+        guard !changes.isEmpty else { return run }
+        logger.warning("the audience changed since run \(run.runId) first read it: \(changes.joined(separator: "; ")). Reading it again: tokens already sent are not sent again, new ones are added, vanished ones still pending are not sent")
+        try Self.wrap(.usage) { () throws(StateError) in try state.startNewAudiencePass(current) }
+        return try Self.wrap(.usage) { () throws(StateError) in try state.reload() }
     }
 
     /// Reads every audience file once, renders each recipient's payload and records recipients and
     /// invalid rows in the state file, batch by batch with the checkpoint in the same transaction.
     /// Nothing is sent until the whole audience is read, so a truncated file or a broken header
     /// stops the run before the first push. A resumed ingest skips rows at or before the checkpoint.
-    func ingest(into state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String) throws(RunFailure) {
+    ///
+    /// `whileSending`: the runner's thread sends meanwhile (`audience.prescan: false`); batches are
+    /// smaller and each makes its rows recipients at once (`ReadWhileSending`).
+    func ingest(into state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String,
+                whileSending: ReadWhileSending? = nil) throws(RunFailure) {
+        let batchRows = whileSending == nil ? Self.ingestBatchRows : ReadWhileSending.batchRows
         var batch = IngestBatch()
         var total = 0
         let pass = run.audiencePass
@@ -46,8 +42,8 @@ extension CampaignRunner {
         for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
             let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
             while true {
-                if stopRequested.load(ordering: .relaxed) {
-                    try flush(&batch, state: state, pass: pass)
+                if stopRequested.load(ordering: .relaxed) || whileSending?.shouldStopReading == true {
+                    try flush(&batch, state: state, pass: pass, whileSending: whileSending)
                     throw RunFailure(.incomplete, "stopped by signal while reading the audience; rerun to resume")
                 }
                 guard let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) else { break }
@@ -62,8 +58,8 @@ extension CampaignRunner {
                 batch.checkpointLine = line
                 total += 1
                 if total & 511 == 0 { operations.reading(file: index, bytes: reader.compressedBytesRead, rows: total) }
-                if batch.rows >= Self.ingestBatchRows {
-                    try flush(&batch, state: state, pass: pass)
+                if batch.rows >= batchRows {
+                    try flush(&batch, state: state, pass: pass, whileSending: whileSending)
                 }
                 if total % 250_000 == 0 { logger.info("read \(total) audience rows") }
             }
@@ -71,7 +67,7 @@ extension CampaignRunner {
             // Mark the file done even when its last rows were skipped, so a resume starts at the next file.
             batch.checkpointFile = index + 1
             batch.checkpointLine = 0
-            try flush(&batch, state: state, pass: pass, force: true)
+            try flush(&batch, state: state, pass: pass, force: true, whileSending: whileSending)
         }
         try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(pass: pass) }
         logger.info("audience read: \(total) rows this pass")
@@ -96,10 +92,15 @@ extension CampaignRunner {
         }
     }
 
-    private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false) throws(RunFailure) {
+    private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false,
+                       whileSending: ReadWhileSending?) throws(RunFailure) {
         guard force || !batch.isEmpty else { return }
         let b = batch
-        try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass) }
+        if let whileSending {
+            try whileSending.record(b, state: state)
+        } else {
+            try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass) }
+        }
         batch = IngestBatch()
         CrashPoint.ingest.reached()
     }

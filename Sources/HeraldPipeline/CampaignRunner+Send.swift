@@ -16,15 +16,29 @@ extension CampaignRunner {
     /// Requests in flight on the wire at once: connections × streams.
     var window: Int { spec.apns.connections * spec.apns.streamsPerConnection }
 
+    /// Opens the connections and sends (see `send`). `reading`: the audience is still being read
+    /// on another thread (`audience.prescan: false`).
+    func deliver(state: RunState, headers: HeaderRenderer, credentials: DeliveryTarget.Credentials,
+                 reading: ReadWhileSending? = nil) throws(RunFailure) -> SendResult {
+        let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
+        defer { target.shutdown() }
+        let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
+            try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
+        }
+        operations.startSending(state)
+        return try send(from: state, headers: headers, sender: sender, reading: reading)
+    }
+
     /// Sends every sendable recipient through the streaming sender (see `SendLoop`), until none is
-    /// left, an abort reason or the environment guard stops the campaign, or a signal stops it.
-    func send(from state: RunState, headers: HeaderRenderer, sender: APNsSender) throws(RunFailure) -> SendResult {
+    /// left (and, sending while reading, the audience is fully read), an abort reason or the
+    /// environment guard stops the campaign, or a signal or a failed read stops it.
+    func send(from state: RunState, headers: HeaderRenderer, sender: APNsSender, reading: ReadWhileSending? = nil) throws(RunFailure) -> SendResult {
         defer { sender.shutdown() }
-        let stop: () -> Bool = { [self] in self.stopRequested.load(ordering: .relaxed) }
+        let stop: () -> Bool = { [self] in self.stopRequested.load(ordering: .relaxed) || (reading?.hasFailed ?? false) }
         let gate = try SendGate(spec: spec, state: state, maxAttempts: spec.retry.maxAttempts, logger: logger, isStopping: stop)
         let operations = self.operations
         let loop = SendLoop(spec: spec, state: state, shared: headers.shared, sender: sender, gate: gate, logger: logger,
-                            stopRequested: stop, onRecorded: { operations.recorded($0) })
+                            stopRequested: stop, moreComing: { reading?.isReading ?? false }, onRecorded: { operations.recorded($0) })
         var result = try loop.run()
         if result.status == .finished {
             let gaveUp = try Self.wrap(.incomplete) { () throws(StateError) in try state.giveUp(olderThan: spec.retry.giveUpAfter) }

@@ -6,7 +6,8 @@ import HeraldState
 /// of the same environment and topic are not sent again (status `suppressed`, reason
 /// `suppression_list`) unless the audience row's `registered_at_field` is newer than the 410.
 ///
-/// Applied once per run, when the audience is fully recorded and before the first push, and
+/// Applied once per run, when the audience is fully recorded and before the first push (when
+/// sending while reading, to each batch as it is recorded: `ReadWhileSending`), and
 /// recorded in the state file: a resumed run never consults the list again (the decisions are
 /// in the state file), and a crash halfway through applying it is harmless because only
 /// never-attempted pending recipients are touched and the run is marked checked only at the end.
@@ -20,36 +21,45 @@ extension CampaignRunner {
     }
 
     func applySuppressionList(state: RunState, topic: String) throws(RunFailure) {
+        guard try !Self.wrap(.usage, { () throws(StateError) in try state.suppressionChecked() }) else { return }
+        try suppressUnattempted(state: state, topic: topic)
+        try Self.wrap(.usage) { () throws(StateError) in try state.markSuppressionChecked() }
+    }
+
+    /// Marks `suppressed` every never-attempted pending recipient whose token is on the list (and
+    /// was not re-registered after its 410), a keyset page at a time.
+    func suppressUnattempted(state: RunState, topic: String) throws(RunFailure) {
         try Self.wrap(.usage) { () throws(StateError) in
-            guard try !state.suppressionChecked() else { return }
-            let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
-            if FileManager.default.fileExists(atPath: sharedPath) {
-                let shared = try SharedStore(besideStateFile: spec.statePath)
-                let scope = suppressionScope(topic)
-                var after: Int64 = 0
-                var suppressed = 0, reRegistered = 0
-                if try shared.suppressionCount(scope: scope) > 0 {
-                    while true {
-                        let page = try state.suppressionCandidates(after: after, limit: Self.suppressionPage)
-                        guard let last = page.last else { break }
-                        after = last.seq
-                        let listed = try shared.suppressions(for: page.map(\.token), scope: scope)
-                        var hits: [(seq: Int64, invalidatedAt: Int64)] = []
-                        for c in page {
-                            guard let entry = listed[c.token] else { continue }
-                            if let registered = c.registeredAt, registered > entry.invalidatedAt { reRegistered += 1; continue }
-                            hits.append((c.seq, entry.invalidatedAt))
-                        }
-                        try state.suppress(hits)
-                        suppressed += hits.count
-                    }
+            guard let shared = try openSharedStoreIfPresent() else { return }
+            let scope = suppressionScope(topic)
+            guard try shared.suppressionCount(scope: scope) > 0 else { return }
+            var after: Int64 = 0
+            var suppressed = 0, reRegistered = 0
+            while true {
+                let page = try state.suppressionCandidates(after: after, limit: Self.suppressionPage)
+                guard let last = page.last else { break }
+                after = last.seq
+                let listed = try shared.suppressions(for: page.map(\.token), scope: scope)
+                var hits: [(seq: Int64, invalidatedAt: Int64)] = []
+                for c in page {
+                    guard let entry = listed[c.token] else { continue }
+                    if let registered = c.registeredAt, registered > entry.invalidatedAt { reRegistered += 1; continue }
+                    hits.append((c.seq, entry.invalidatedAt))
                 }
-                if suppressed > 0 || reRegistered > 0 {
-                    logger.notice("suppression list: \(suppressed) recipient(s) not sent (APNs said their token is dead), \(reRegistered) sent again (registered after the 410)")
-                }
+                try state.suppress(hits)
+                suppressed += hits.count
             }
-            try state.markSuppressionChecked()
+            if suppressed > 0 || reRegistered > 0 {
+                logger.notice("suppression list: \(suppressed) recipient(s) not sent (APNs said their token is dead), \(reRegistered) sent again (registered after the 410)")
+            }
         }
+    }
+
+    /// herald-shared.sqlite beside the state file, if a campaign created it (nil: no list yet).
+    func openSharedStoreIfPresent() throws(StateError) -> SharedStore? {
+        let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
+        guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
+        return try SharedStore(besideStateFile: spec.statePath)
     }
 
     /// Adds this run's 410 tokens to the suppression list. Called at the end of every invocation

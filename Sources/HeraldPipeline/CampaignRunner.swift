@@ -76,9 +76,6 @@ public final class CampaignRunner {
         let run: RunInfo
         let credentials: DeliveryTarget.Credentials
         do throws(RunFailure) {
-            if !spec.audience.prescan {
-                throw RunFailure(.usage, "\(spec.jobFile): audience.prescan: false is not supported yet: herald records the whole audience (one read, which is the prescan) before the first push; sending while reading is not built")
-            }
             payloads = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             credentials = try DeliveryTarget.loadCredentials(spec)
@@ -113,17 +110,23 @@ public final class CampaignRunner {
             let firstOfItsName = try Self.wrap(.usage) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
             let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
                                              registeredAtField: spec.audience.registeredAtField)
-            try readAudience(state: state, run: run, renderer: renderer,
-                             apnsIdSeed: firstOfItsName ? run.campaign : run.campaign + "/" + run.runId)
-            try checkInvalidRows(state: state)
-            try applySuppressionList(state: state, topic: headers.shared.topic)
-            let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
-            defer { target.shutdown() }
-            let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
-                try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
+            let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
+            let audience = try prepareAudience(state: state, run: run)
+            let result: SendResult
+            if !audience.ingestComplete && !spec.audience.prescan && audience.audiencePass == 1 {
+                result = try sendWhileReading(state: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed,
+                                              headers: headers, credentials: credentials)
+            } else {
+                if !audience.ingestComplete {
+                    if !spec.audience.prescan {
+                        logger.notice("audience.prescan: false applies to a run's first reading; the changed audience is read whole before sending")
+                    }
+                    try ingest(into: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed)
+                }
+                try checkInvalidRows(state: state)
+                try applySuppressionList(state: state, topic: headers.shared.topic)
+                result = try deliver(state: state, headers: headers, credentials: credentials)
             }
-            operations.startSending(state)
-            let result = try send(from: state, headers: headers, sender: sender)
             deliveryCounters.connectionsOpened += result.counters.connectionsOpened
             deliveryCounters.jwtsSigned += result.counters.jwtsSigned
             deliveryCounters.retries += result.counters.retries
@@ -162,12 +165,13 @@ public final class CampaignRunner {
     /// `audience.max_invalid_rows`: checked once the whole audience is recorded, before the first
     /// push (the ingest is the prescan: the audience is read once, completely, before sending).
     /// Audience row errors and per-recipient render errors count together.
-    func checkInvalidRows(state: RunState) throws(RunFailure) {
+    func checkInvalidRows(state: RunState, whileSending: Bool = false) throws(RunFailure) {
         let (rows, invalid) = try Self.wrap(.usage) { () throws(StateError) in (try state.reload().rows, try state.invalidRowCount()) }
         let limit = spec.audience.maxInvalidRows
         if limit.isExceeded(invalid: invalid, rows: rows) {
+            let sent = whileSending ? "stopped while sending (audience.prescan: false); what was sent is recorded" : "nothing sent"
             throw RunFailure(.tooManyInvalid, "\(invalid) of \(rows) audience rows are invalid, over audience.max_invalid_rows (\(limit), "
-                             + "\(limit.allowed(rows: rows)) allowed here): nothing sent. invalid.csv lists them; fix the audience or raise the limit, then rerun")
+                             + "\(limit.allowed(rows: rows)) allowed here): \(sent). invalid.csv lists them; fix the audience or raise the limit, then rerun")
         }
     }
 

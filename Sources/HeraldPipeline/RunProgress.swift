@@ -86,6 +86,13 @@ public final class RunProgress: Sendable {
         }
     }
 
+    /// Recipients recorded while sending goes on (`audience.prescan: false`): the total grows as
+    /// the audience is read.
+    public func addSendWork(_ recipients: Int) {
+        guard recipients > 0 else { return }
+        state.withLock { $0.sendTotal += recipients }
+    }
+
     /// One window of answers, as committed to the state file.
     public func recorded(_ outcomes: [AttemptOutcome]) {
         state.withLock { s in

@@ -30,6 +30,8 @@ final class SendLoop {
     let gate: SendGate
     let logger: Logger
     let stopRequested: () -> Bool
+    /// The audience is still being read (`audience.prescan: false`): nothing claimable is no reason to finish.
+    let moreComing: () -> Bool
     /// Told of every batch of answers once it is committed (progress and metrics).
     let onRecorded: ([AttemptOutcome]) -> Void
     let maxAttempts: Int
@@ -61,9 +63,10 @@ final class SendLoop {
     static let maxRecordDelay: TimeInterval = 0.02
 
     init(spec: JobSpec, state: RunState, shared: RenderedHeaders, sender: APNsSender, gate: SendGate, logger: Logger,
-         stopRequested: @escaping () -> Bool, onRecorded: @escaping ([AttemptOutcome]) -> Void = { _ in }) {
+         stopRequested: @escaping () -> Bool, moreComing: @escaping () -> Bool = { false },
+         onRecorded: @escaping ([AttemptOutcome]) -> Void = { _ in }) {
         self.spec = spec; self.state = state; self.shared = shared; self.sender = sender; self.gate = gate; self.logger = logger
-        self.stopRequested = stopRequested; self.onRecorded = onRecorded
+        self.stopRequested = stopRequested; self.moreComing = moreComing; self.onRecorded = onRecorded
         maxAttempts = spec.retry.maxAttempts
         let window = sender.connectionCount * sender.streamsPerConnection
         cap = 2 * window
@@ -153,6 +156,12 @@ final class SendLoop {
     /// Nothing in flight and nothing claimable: waits for the earliest retry (false: none left
     /// for this run, or the guard has just decided to stop).
     private func waitForRetries() throws(RunFailure) -> Bool {
+        if moreComing() {
+            // The reader commits its next batch soon: look again then.
+            Thread.sleep(forTimeInterval: 0.01)
+            nextClaimAt = .distantPast
+            return true
+        }
         if guardian.verdict == .undecided {
             settleGuard(guardian.finish())
             return true

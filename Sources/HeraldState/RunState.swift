@@ -117,6 +117,11 @@ public struct RunState: Sendable {
     public func markIngestComplete(pass: Int = 1) throws(StateError) {
         let scratch = (store.path as NSString).deletingLastPathComponent
         try write { db in
+            if pass == 1, try hasRecipients(db) || db.indexes(on: "recipient").contains(where: { $0.name == "recipient_token" }) {
+                // Recorded while sending (`prescan: false`): duplicates are already decided.
+                try completeSendWhileReading(db)
+                return
+            }
             if pass == 1 {
                 let duplicates = try Self.dropDuplicateRows(run: id, pass: pass, scratchDirectory: scratch, db: db)
                 // Every staged row left is a distinct token's first row: all become recipients, in

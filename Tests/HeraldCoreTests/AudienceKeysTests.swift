@@ -143,3 +143,15 @@ import Testing
         #expect(InvalidRowLimit.percent(5).description == "5%")
     }
 }
+
+@Suite struct InvalidRowLimitSoFarTests {
+    @Test func aCountIsJudgedAtOnceAPercentageOnlyAfterASample() {
+        #expect(InvalidRowLimit.count(2).isExceededSoFar(invalid: 3, rows: 3))
+        #expect(!InvalidRowLimit.count(2).isExceededSoFar(invalid: 2, rows: 3))
+        let fivePercent = InvalidRowLimit.percent(5)
+        #expect(!fivePercent.isExceededSoFar(invalid: 1, rows: 10), "one bad row among the first ten says nothing yet")
+        #expect(!fivePercent.isExceededSoFar(invalid: 500, rows: 9_999))
+        #expect(fivePercent.isExceededSoFar(invalid: 501, rows: 10_000))
+        #expect(!fivePercent.isExceededSoFar(invalid: 500, rows: 10_000))
+    }
+}

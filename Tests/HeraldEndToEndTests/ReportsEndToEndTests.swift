@@ -109,7 +109,9 @@ import Testing
         #expect((summary["counts"] as? [String: Any])?["sent"] as? Int == 2_970 && summary["unregistered"] as? Int == 30)
     }
 
-    @Test func suppressionListSkipsDeadTokensInALaterCampaignUnlessTheyRegisteredAgain() throws {
+    /// `prescan: false` (sending while reading) applies the list to each batch as it is recorded.
+    @Test(arguments: [true, false])
+    func suppressionListSkipsDeadTokensInALaterCampaignUnlessTheyRegisteredAgain(prescan: Bool) throws {
         // Campaign one: four tokens answer 410.
         var one = ["id,token"]
         for i in 1...5 { one.append("u\(i),\(Self.token(i))") }
@@ -129,7 +131,7 @@ import Testing
         two.append("junk,\(Self.token(4, prefix: "dead")),last tuesday")          // not a time: invalid row
         two.append("fresh,\(Self.token(77)),1700000000000")
         try dir.write("data/two.csv", two.joined(separator: "\n") + "\n")
-        let jobTwo = try job("two", audience: "../data/two.csv", extraAudience: "  registered_at_field: registered_at")
+        let jobTwo = try job("two", audience: "../data/two.csv", extraAudience: "  registered_at_field: registered_at\n  prescan: \(prescan)")
         // `herald validate` refuses the same row the run will.
         let check = try run(["validate", jobTwo, "--json"])
         let checked = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any], "\(check.stdout)")

@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+import HeraldCore
+
+/// What one batch recorded while sending goes on (`audience.prescan: false`).
+public struct StreamedBatch: Sendable, Equatable {
+    /// Rows whose token is new to the run: recipients now, claimable at once unless suppressed.
+    public var recipients = 0
+    /// Rows whose token the run already has (earlier in this batch, file or another file).
+    public var duplicates = 0
+    /// New recipients marked `suppressed` (suppression list) as they were recorded.
+    public var suppressed = 0
+    public init() {}
+}
+
+/// The suppression list's verdict on a token, looked up before its batch is committed.
+public struct SuppressionHit: Sendable {
+    public var invalidatedAt: Int64
+    public init(invalidatedAt: Int64) { self.invalidatedAt = invalidatedAt }
+}
+
+/// Recording the audience while sending (`audience.prescan: false`): each row becomes a recipient
+/// in the transaction that stages it, so the sender can claim it as soon as that batch commits.
+///
+/// The reading-first path (`ingest` then `markIngestComplete`) deduplicates once, by sorting, when
+/// the whole audience is staged; here a row must be decided at once, so each token is probed in
+/// an index on (run, token) that exists only while such an ingest runs. That index is maintained
+/// row by row (a random B-tree insert per recipient), which is why this path is for audiences too
+/// large to read first, not the default.
+extension RunState {
+    /// Readies the run for recording while sending: builds the token index and makes recipients of
+    /// any rows an earlier reading-first invocation staged and left without one (a run started
+    /// with `prescan: true` and resumed with `false`). Returns those rows' counts.
+    public func prepareSendWhileReading() throws(StateError) -> StreamedBatch {
+        try write { db in
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
+            return try adoptStagedRows(db)
+        }
+    }
+
+    /// Records one batch: staged rows, new recipients, invalid rows, counters and the checkpoint,
+    /// in one transaction. A row whose token the run already has is a duplicate: counted, not
+    /// staged. `suppressed` holds the batch's tokens on the suppression list (already filtered by
+    /// `registered_at`); they are recorded `suppressed` and never claimable.
+    public func ingestWhileSending(_ batch: IngestBatch, suppressed: [String: SuppressionHit]) throws(StateError) -> StreamedBatch {
+        try write { db in
+            var out = StreamedBatch()
+            let probe = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? LIMIT 1")
+            probe.bind(1, id)
+            let stage = try RawStatement(db, sql: """
+                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
+                                          registered_at)
+                VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            stage.bind(1, id)
+            let adopt = try Self.recipientInsert(db, run: id)
+            for r in batch.recipients {
+                let token = r.token.hex
+                probe.bind(2, token)
+                var known = false
+                try probe.forEachRow { _ in known = true }
+                if known { out.duplicates += 1; continue }
+                stage.bind(2, token)
+                stage.bind(3, r.location.file)
+                stage.bind(4, r.location.line)
+                stage.bind(5, r.recipientId)
+                stage.bindBlob(6, r.payload)
+                stage.bind(7, r.apnsId)
+                stage.bind(8, r.headers?.priority)
+                stage.bind(9, r.headers?.collapseId)
+                stage.bind(10, r.headers?.expiration.storageText)
+                stage.bind(11, r.registeredAt)
+                try stage.execute()
+                let hit = suppressed[token]
+                try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
+                                 apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: hit?.invalidatedAt)
+                out.recipients += 1
+                if hit != nil { out.suppressed += 1 }
+            }
+            let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
+            for row in batch.invalid {
+                try invalid.execute(arguments: [id, row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
+            }
+            try db.execute(sql: "UPDATE run SET rows = rows + ?, duplicates = duplicates + ?, ingested_file = ?, ingested_line = ? WHERE id = ?",
+                           arguments: [batch.rows, out.duplicates, batch.checkpointFile, batch.checkpointLine, id])
+            return out
+        }
+    }
+
+    /// Whether recipients were already made while reading (this or an earlier invocation sent
+    /// while it read): `markIngestComplete` then adopts what is left instead of deduplicating from scratch.
+    func hasRecipients(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM recipient WHERE run = ?)", arguments: [id]) ?? false
+    }
+
+    /// Completes a first pass that was recorded (at least partly) while sending: adopts rows a
+    /// reading-first invocation staged since, then drops the token index.
+    func completeSendWhileReading(_ db: Database) throws {
+        try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
+        _ = try adoptStagedRows(db)
+        try db.execute(sql: "DROP INDEX recipient_token")
+        try db.execute(sql: "UPDATE run SET ingest_complete = 1, new_recipients = 0, vanished_recipients = 0 WHERE id = ?", arguments: [id])
+    }
+
+    /// Staged first-pass rows after the last one that became a recipient (recipients are made in
+    /// row order, so those are exactly the rows a reading-first invocation appended): each becomes
+    /// a recipient, or, if its token is already one, is counted a duplicate and deleted.
+    private func adoptStagedRows(_ db: Database) throws -> StreamedBatch {
+        var out = StreamedBatch()
+        // The run's newest recipient is near the end of the table: a backward rowid scan finds it at once.
+        let last = try Int64.fetchOne(db, sql: "SELECT row FROM recipient NOT INDEXED WHERE run = ? AND row IS NOT NULL ORDER BY seq DESC LIMIT 1",
+                                      arguments: [id]) ?? 0
+        let rows = try RawStatement(db, sql: """
+            SELECT id, token, file, line, recipient_id, apns_id FROM audience_row WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
+            """)
+        rows.bind(1, id)
+        rows.bind(2, last)
+        let probe = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? LIMIT 1")
+        probe.bind(1, id)
+        let drop = try RawStatement(db, sql: "DELETE FROM audience_row WHERE id = ?")
+        let adopt = try Self.recipientInsert(db, run: id)
+        var duplicates: [Int64] = []
+        try rows.forEachRow { r in
+            let token = r.string(1)
+            probe.bind(2, token)
+            var known = false
+            try probe.forEachRow { _ in known = true }
+            if known { duplicates.append(r.int64(0)); return }
+            try adopt.insert(token: token, file: r.string(2), line: r.int(3), recipientId: r.string(4), apnsId: r.string(5),
+                             row: r.int64(0), suppressedAt: nil)
+            out.recipients += 1
+        }
+        for rowId in duplicates {
+            drop.bind(1, rowId)
+            try drop.execute()
+        }
+        out.duplicates = duplicates.count
+        if out.duplicates > 0 {
+            try db.execute(sql: "UPDATE run SET duplicates = duplicates + ? WHERE id = ?", arguments: [out.duplicates, id])
+        }
+        return out
+    }
+
+    /// The INSERT of a recipient made while reading (pass 1; `suppressed` when the list says so).
+    private static func recipientInsert(_ db: Database, run: Int64) throws -> RecipientInsert {
+        let statement = try RawStatement(db, sql: """
+            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, status, reason, invalidated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?)
+            """)
+        statement.bind(1, run)
+        return RecipientInsert(statement: statement)
+    }
+}
+
+private struct RecipientInsert {
+    let statement: RawStatement
+
+    func insert(token: String, file: String, line: Int, recipientId: String, apnsId: String, row: Int64, suppressedAt: Int64?) throws {
+        statement.bind(2, token)
+        statement.bind(3, file)
+        statement.bind(4, line)
+        statement.bind(5, recipientId)
+        statement.bind(6, apnsId)
+        statement.bind(7, row)
+        statement.bind(8, suppressedAt == nil ? StoredStatus.pending.rawValue : StoredStatus.suppressed.rawValue)
+        statement.bind(9, suppressedAt == nil ? "" : "suppression_list")
+        statement.bind(10, suppressedAt)
+        try statement.execute()
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+
+/// `audience.prescan: false` on the built binary: pushes leave while the audience is still being
+/// read, duplicates across files and spellings are still sent once, a kill while reading and
+/// sending resumes with nobody skipped or sent twice (beyond the in-flight window), and a bad
+/// audience found late stops the run with everything already sent recorded.
+@Suite(.serialized) struct SendWhileReadingTests {
+    let dir = TemporaryDirectory("e2e-stream")
+    static let count = 20_000
+    /// 2 connections × 100 streams, twice (see CrashResumeTests.window).
+    static let window = 400
+
+    /// 20,000 tokens over two gzip files; the second file repeats 500 tokens of the first.
+    func writeAudience() throws {
+        var a = ["token,first_name"]
+        for i in 1...12_000 { a.append(String(format: "%064x,N%d", i, i)) }
+        var b = ["token,first_name"]
+        for i in 11_501...Self.count { b.append(String(format: "%064x,N%d", i, i)) }
+        try dir.writeGzip("data/a.csv.gz", a.joined(separator: "\n") + "\n")
+        try dir.writeGzip("data/b.csv.gz", b.joined(separator: "\n") + "\n")
+    }
+
+    func writeJob(name: String, prescan: Bool = false, files: String = "../data/a.csv.gz, ../data/b.csv.gz",
+                  audience: String = "", streams: Int = 100) throws -> String {
+        try dir.write("jobs/\(name).yaml", """
+            campaign: \(name)
+            audience:
+              files: [\(files)]
+              prescan: \(prescan)
+            \(audience)
+            apns:
+              endpoint: simulator
+              topic: com.example.app
+              connections: 2
+              streams_per_connection: \(streams)
+              simulator: { log: ../out/\(name).ndjson }
+            push:
+              template: { aps: { alert: "Hi {{first_name}}" } }
+            """)
+    }
+
+    func summaryCounts(_ name: String) throws -> [String: Any] {
+        try #require(try JSON.object(dir.file("reports/\(name)/summary.json"))["counts"] as? [String: Any])
+    }
+
+    @Test func pushesLeaveWhileTheReaderIsStalledAndAKilledRunResumesEveryoneOnce() throws {
+        try writeAudience()
+        let job = try writeJob(name: "stream-kill")
+        let log = dir.file("out/stream-kill.ndjson")
+
+        // The reader stops for good after its 4th batch (4,096 rows); the sender goes on with what is recorded.
+        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job], watch: .stderr,
+                                      environment: ["HERALD_TEST_STALL_AT": "ingest:4"])
+        _ = try p.waitForLine(prefix: "herald-test: stalled at")
+        let seen = RequestLog.wait(for: 2_000, in: log) { p.process.isRunning }
+        #expect(seen >= 2_000, "pushes leave before the audience is read (\(seen) answered while the reader is stalled)")
+        usleep(300_000)
+        let stalledAt = RequestLog.lineCount(log)
+        #expect(stalledAt <= 4 * 1_024, "only recorded recipients are sent (\(stalledAt))")
+        p.kill9()
+
+        // Killed again mid-send, further on.
+        let q = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job])
+        let later = RequestLog.wait(for: 12_000, in: log) { q.process.isRunning }
+        q.kill9()
+        #expect(later >= 12_000 && later < Self.count + Self.window, "\(later)")
+
+        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
+        try expectEveryoneOnce(try RequestLog.read(log), allowedResends: 2 * Self.window)
+        let counts = try summaryCounts("stream-kill")
+        #expect(counts["sent"] as? Int == Self.count && counts["duplicates"] as? Int == 500 && counts["pending"] as? Int == 0)
+        #expect(counts["rows"] as? Int == 12_000 + 8_500)
+    }
+
+    /// A run started reading first (`prescan: true`), killed while reading, and resumed with
+    /// `prescan: false`: the rows it staged become recipients, their duplicates are found, and the
+    /// rest is read while sending.
+    @Test func aRunStartedReadingFirstResumesSendingWhileReading() throws {
+        try writeAudience()
+        _ = try writeJob(name: "mixed", prescan: true)
+        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", dir.file("jobs/mixed.yaml")], watch: .stderr,
+                                      environment: ["HERALD_TEST_STALL_AT": "ingest:2"])
+        _ = try p.waitForLine(prefix: "herald-test: stalled at")
+        p.kill9()
+        #expect(RequestLog.lineCount(dir.file("out/mixed.ndjson")) == 0)
+        let job = try writeJob(name: "mixed", prescan: false)
+        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
+        try expectEveryoneOnce(try RequestLog.read(dir.file("out/mixed.ndjson")), allowedResends: 0)
+        let counts = try summaryCounts("mixed")
+        #expect(counts["sent"] as? Int == Self.count && counts["duplicates"] as? Int == 500)
+    }
+
+    /// One token spelled three ways in one file (a batch) and again in an NDJSON file: sent once.
+    @Test func spellingsOfOneTokenInOneBatchAndAcrossFormatsAreSentOnce() throws {
+        let hex = String(repeating: "ab12", count: 16)
+        let bracketed = "<" + stride(from: 0, to: 64, by: 8).map { i in
+            String(hex.uppercased()[hex.index(hex.startIndex, offsetBy: i)..<hex.index(hex.startIndex, offsetBy: i + 8)])
+        }.joined(separator: " ") + ">"
+        try dir.write("data/one.csv", "token,first_name\n\(hex),A\n\"\(bracketed)\",B\n\(hex.uppercased()),C\n\(String(format: "%064x", 7)),D\n")
+        try dir.write("data/two.ndjson", "{\"token\":\"\(hex)\",\"first_name\":\"E\"}\n{\"token\":\"\(String(format: "%064x", 8))\",\"first_name\":\"F\"}\n")
+        let job = try writeJob(name: "spell", files: "../data/one.csv, ../data/two.ndjson", streams: 10)
+        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let log = try RequestLog.read(dir.file("out/spell.ndjson"))
+        #expect(log.count == 3 && log[hex]?.count == 1, "\(log.keys.sorted())")
+        let counts = try summaryCounts("spell")
+        #expect(counts["duplicates"] as? Int == 3 && counts["distinct"] as? Int == 3)
+        // The first row of the token wins: its payload was rendered from row 2 ("A").
+        let rows = try ReportCheck.csv(dir.file("reports/spell/deliveries.csv"))
+        #expect(rows.first { $0["token"] == hex }?["line"] == "2")
+    }
+
+    /// Invalid rows late in the audience: past `max_invalid_rows` (a count) the run stops with exit 5
+    /// after some pushes went out, every answer recorded; raising the limit and rerunning finishes
+    /// the same run without sending anyone twice.
+    @Test func tooManyInvalidRowsFoundWhileSendingStopWithExit5AndTheRerunFinishes() throws {
+        var rows = ["token,first_name"]
+        for i in 1...12_000 { rows.append(String(format: "%064x,N%d", i, i)) }
+        for i in 1...60 { rows.append("not-a-token-\(i),X") }
+        for i in 12_001...13_000 { rows.append(String(format: "%064x,N%d", i, i)) }
+        try dir.writeGzip("data/late.csv.gz", rows.joined(separator: "\n") + "\n")
+        let job = try writeJob(name: "late", files: "../data/late.csv.gz", audience: "  max_invalid_rows: 50")
+        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        #expect(r.status == 5, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("max_invalid_rows") && r.stderr.contains("what was sent is recorded"), "\(r.stderr)")
+        let log = dir.file("out/late.ndjson")
+        let sentBefore = RequestLog.lineCount(log)
+        #expect(sentBefore > 0 && sentBefore <= 12_000, "some pushes left before the bad rows were read (\(sentBefore))")
+        let partial = try summaryCounts("late")
+        #expect(partial["sent"] as? Int == sentBefore, "every answer received is recorded")
+        #expect(try JSON.object(dir.file("reports/late/summary.json"))["exit_code"] as? Int == 5)
+        let invalid = try ReportCheck.csv(dir.file("reports/late/invalid.csv"))
+        #expect(invalid.count >= 51 && invalid.allSatisfy { $0["reason"] == "invalid_token" })
+
+        _ = try writeJob(name: "late", files: "../data/late.csv.gz", audience: "  max_invalid_rows: 100")
+        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
+        let byToken = try RequestLog.read(log)
+        #expect(byToken.count == 13_000 && byToken.values.allSatisfy { $0.count == 1 }, "each valid token sent once")
+        #expect(try ReportCheck.csv(dir.file("reports/late/invalid.csv")).count == 60)
+    }
+
+    /// A truncated gzip found while sending: exit 2 naming the file and the byte offset; what was
+    /// sent until then is recorded and reported.
+    @Test func aTruncatedSecondFileStopsTheRunWithExit2AfterTheFirstFileWasSent() throws {
+        try writeAudience()
+        let whole = try #require(FileManager.default.contents(atPath: dir.file("data/b.csv.gz")))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: dir.file("data/b.csv.gz")))
+        let job = try writeJob(name: "cut")
+        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("b.csv.gz: gzip stream truncated at byte"), "\(r.stderr)")
+        let counts = try summaryCounts("cut")
+        #expect(counts["sent"] as? Int == RequestLog.lineCount(dir.file("out/cut.ndjson")), "every answer received is recorded")
+        #expect((counts["distinct"] as? Int ?? 0) >= 12_000, "the first file's recipients are recorded")
+    }
+
+    func expectEveryoneOnce(_ byToken: [String: [RequestLog.Attempt]], allowedResends: Int) throws {
+        let expected = Set((1...Self.count).map { String(format: "%064x", $0) })
+        #expect(Set(byToken.keys) == expected, "nobody skipped, nobody unknown")
+        #expect(byToken.values.allSatisfy { $0.allSatisfy { $0.status == 200 } })
+        let resent = byToken.filter { $0.value.count > 1 }
+        #expect(resent.count <= allowedResends, "\(resent.count) tokens sent more than once (allowed: \(allowedResends))")
+        #expect(resent.allSatisfy { Set($0.value.map(\.apnsId)).count == 1 }, "a resend reuses its apns-id")
+    }
+}
