@@ -42,7 +42,11 @@ public final class RunProgress: Sendable {
         public var fraction: Double? {
             switch phase {
             case .reading: return inputBytesTotal > 0 ? min(1, Double(inputBytesRead) / Double(inputBytesTotal)) : nil
-            case .sending: return sendTotal > 0 ? min(1, Double(finishedThisRun) / Double(sendTotal)) : 1
+            case .sending:
+                let sending = sendTotal > 0 ? min(1, Double(finishedThisRun) / Double(sendTotal)) : 1
+                // Sending while reading: the recipients recorded so far are the read share of the whole.
+                guard inputBytesTotal > 0, inputBytesRead < inputBytesTotal else { return sending }
+                return sending * Double(inputBytesRead) / Double(inputBytesTotal)
             case .starting: return nil
             case .done: return 1
             }
@@ -65,7 +69,8 @@ public final class RunProgress: Sendable {
     /// Reading starts: `totalBytes` over every file, `doneBytes` of the files a resumed ingest skips.
     public func startReading(totalBytes: Int, doneBytes: Int, now: Date = Date()) {
         state.withLock {
-            $0.phase = .reading; $0.phaseStarted = now
+            // Sending while reading may have started sending first: it stays the phase shown.
+            if $0.phase == .starting { $0.phase = .reading; $0.phaseStarted = now }
             $0.inputBytesTotal = totalBytes; $0.inputBytesRead = doneBytes
         }
     }

@@ -23,6 +23,23 @@ import Testing
         #expect(p.snapshot.fraction.map { ($0 * 1000).rounded() } == 667)
     }
 
+    /// `audience.prescan: false`: sending may start before the reader reports; the total grows as
+    /// recipients are recorded, and the share of input read scales the fraction.
+    @Test func sendingWhileReadingScalesByTheInputReadAndKeepsTheSendingPhase() {
+        let p = RunProgress(now: t0)
+        p.startSending(counts: [:], now: t0)
+        p.startReading(totalBytes: 1_000, doneBytes: 0, now: t0)
+        #expect(p.snapshot.phase == .sending)
+        p.addSendWork(100)
+        p.read(bytes: 250, rows: 100)
+        p.recorded((1...50).map { AttemptOutcome(seq: Int64($0), status: .sent, httpStatus: 200) })
+        #expect(p.snapshot.sendTotal == 100)
+        #expect(p.snapshot.fraction == 0.125, "half of the quarter read so far")
+        p.read(bytes: 1_000, rows: 400)
+        p.addSendWork(300)
+        #expect(p.snapshot.fraction == 0.125, "50 of 400 once everything is read")
+    }
+
     @Test func sendingCountsAnswersByStatusAndReasonOnTopOfEarlierRuns() {
         let p = RunProgress(now: t0)
         p.startSending(counts: [.pending: 90, .retry: 10, .sent: 900, .failed: 5, .suppressed: 2], now: t0)
