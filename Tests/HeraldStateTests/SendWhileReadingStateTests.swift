@@ -69,3 +69,18 @@ import Testing
         #expect(lines == [2, 3, 6, 8])
     }
 }
+
+@Suite struct TimestampTests {
+    @Test func isoIsUTCWithMillisecondsAndReadsBack() throws {
+        #expect(Timestamp.iso(Date(timeIntervalSince1970: 1_700_000_000.123)) == "2023-11-14T22:13:20.123Z")
+        #expect(Timestamp.iso(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso(Date(timeIntervalSince1970: 4_102_444_799.999)) == "2099-12-31T23:59:59.999Z")
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for t in [1_234_567_890.5, 1_780_000_000.007, 951_782_400.25] {   // 2000-02-29 among them
+            let d = Date(timeIntervalSince1970: t)
+            #expect(Timestamp.iso(d) == f.string(from: d), "same text as Foundation's formatter")
+            #expect(abs(try #require(Timestamp.date(Timestamp.iso(d))).timeIntervalSince(d)) < 0.001)
+        }
+    }
+}
