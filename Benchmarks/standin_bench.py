@@ -21,7 +21,7 @@ herald's peak RSS on a 5M-recipient campaign (against 1M's).
 
 Usage: standin_bench.py [HERALD_BINARY]   (default .build/release/herald)
 Env: STANDIN_ROWS (1000000), PEER_REQUESTS (200000), AIOAPNS_REQUESTS (100000), REPS (3),
-     HERALD_CONNECTIONS (1), HERALD_STREAMS (200: on loopback 100-200 in flight is fastest, see the README), STANDIN_RATE (2000; 0 skips the rate check),
+     HERALD_CONNECTIONS (1), HERALD_PRESCAN (true; false: send while reading), HERALD_STREAMS (200: on loopback 100-200 in flight is fastest, see the README), STANDIN_RATE (2000; 0 skips the rate check),
      STANDIN_5M (unset: skip the 5M run; REPS=0 STANDIN_RATE=0 STANDIN_5M=1 runs it alone, compared with
      the last bench-out/standin.json, into bench-out/standin-5m.json).
 Skips (exit 0, with a message) when nginx-light or h2load is not installed.
@@ -155,7 +155,7 @@ def write_job(name, audience, si, connections, streams, rate=0):
     job = os.path.join(WORK, "jobs", name + ".yaml")
     with open(job, "w") as f:
         f.write(f"""campaign: {name}
-audience: {{ files: [{audience}] }}
+audience: {{ files: [{audience}], prescan: {os.environ.get("HERALD_PRESCAN", "true")} }}
 apns:
   endpoint: {si.url}
   ca_file: {si.ca}
