@@ -8,20 +8,12 @@ import Testing
 /// window of resends, each carrying the apns-id and collapse id of its earlier attempt.
 @Suite(.serialized) struct CrashResumeTests {
     let dir = TemporaryDirectory("e2e-kill")
-    static let count = 20_000
+    static let count = TwoFileAudience.count
     /// 2 connections × 100 streams, twice: the requests on the wire plus those claimed ahead or
     /// answered and not yet committed (the streaming sender's bound, `SendLoop`).
     static let window = 400
 
-    /// 20,000 tokens over two gzip files; the second file repeats 500 tokens of the first.
-    func writeAudience() throws {
-        var a = ["token,first_name"]
-        for i in 1...12_000 { a.append(String(format: "%064x,N%d", i, i)) }
-        var b = ["token,first_name"]
-        for i in 11_501...Self.count { b.append(String(format: "%064x,N%d", i, i)) }
-        try dir.writeGzip("data/a.csv.gz", a.joined(separator: "\n") + "\n")
-        try dir.writeGzip("data/b.csv.gz", b.joined(separator: "\n") + "\n")
-    }
+    func writeAudience() throws { try TwoFileAudience.write(in: dir) }
 
     func writeJob(name: String, extra: String = "") throws -> String {
         try dir.write("jobs/\(name).yaml", """
@@ -114,10 +106,28 @@ import Testing
         try expectEveryoneOnce(try RequestLog.read(log), allowedResends: 0)
     }
 
+    func expectEveryoneOnce(_ byToken: [String: [RequestLog.Attempt]], allowedResends: Int) throws {
+        TwoFileAudience.expectEveryoneOnce(byToken, allowedResends: allowedResends)
+    }
+}
+
+/// The kill tests' audience: 20,000 tokens over two gzip files, the second repeating 500 tokens of the first.
+enum TwoFileAudience {
+    static let count = 20_000
+
+    static func write(in dir: TemporaryDirectory) throws {
+        var a = ["token,first_name"]
+        for i in 1...12_000 { a.append(String(format: "%064x,N%d", i, i)) }
+        var b = ["token,first_name"]
+        for i in 11_501...count { b.append(String(format: "%064x,N%d", i, i)) }
+        try dir.writeGzip("data/a.csv.gz", a.joined(separator: "\n") + "\n")
+        try dir.writeGzip("data/b.csv.gz", b.joined(separator: "\n") + "\n")
+    }
+
     /// Every token of the audience got exactly one 200 (plus at most `allowedResends` resends of
     /// in-flight requests, each with its first attempt's apns-id and collapse id); no other token.
-    func expectEveryoneOnce(_ byToken: [String: [RequestLog.Attempt]], allowedResends: Int) throws {
-        let expected = Set((1...Self.count).map { String(format: "%064x", $0) })
+    static func expectEveryoneOnce(_ byToken: [String: [RequestLog.Attempt]], allowedResends: Int) {
+        let expected = Set((1...count).map { String(format: "%064x", $0) })
         #expect(Set(byToken.keys) == expected, "nobody skipped, nobody unknown")
         #expect(byToken.values.allSatisfy { $0.allSatisfy { $0.status == 200 } })
         let resent = byToken.filter { $0.value.count > 1 }
