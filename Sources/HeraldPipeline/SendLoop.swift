@@ -58,6 +58,8 @@ final class SendLoop {
     private var retries = 0
     private var withdrawn = false
     private var nextClaimAt = Date.distantPast
+    /// Set once a claim was made after `moreComing` turned false (sending while reading).
+    private var lookedAfterReading = false
     private var lastCommit = Date.distantPast
     /// The longest an answer waits for its commit when traffic is thin.
     static let maxRecordDelay: TimeInterval = 0.02
@@ -159,6 +161,12 @@ final class SendLoop {
         if moreComing() {
             // The reader commits its next batch soon: look again then.
             Thread.sleep(forTimeInterval: 0.01)
+            nextClaimAt = .distantPast
+            return true
+        }
+        if !lookedAfterReading {
+            // The reader may have committed its last batch after this turn's claim: one more look.
+            lookedAfterReading = true
             nextClaimAt = .distantPast
             return true
         }
