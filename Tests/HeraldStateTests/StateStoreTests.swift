@@ -54,6 +54,25 @@ import Testing
         #expect(lines == [2, 3], "first occurrence wins, in audience order")
     }
 
+    /// Every token under one key, a collision as bad as it gets: deduplication still compares the
+    /// tokens themselves, so each distinct token becomes a recipient (its first row, in audience
+    /// order) and only true repeats count as duplicates.
+    @Test func aTokenKeyCollisionNeverDropsARecipient() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        var b = IngestBatch()
+        b.recipients = [recipient(1), recipient(2), recipient(1, line: 10), recipient(3), recipient(2, line: 11), recipient(2, line: 12)]
+        b.rows = 6
+        try s.run(run).ingest(b)
+        try s.write { db in
+            try RunState.settleFirstPass(run: run.id, scratchDirectory: dir.path, db: db, tokenKey: { _ in TokenKey(high: 7, low: 7) })
+        }
+        #expect(try s.run(run).reload().duplicates == 3)
+        var lines: [Int] = []
+        try s.run(run).forEachDelivery { lines.append($0.line) }
+        #expect(lines == [2, 3, 4])
+    }
+
     @Test func claimCommitsInflightBeforeReturningAndResumesInflight() throws {
         let path = dir.file("c.sqlite")
         let s = try StateStore(path: path)
