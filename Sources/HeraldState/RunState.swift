@@ -86,18 +86,32 @@ public struct RunState: Sendable {
                 """)
             insert.bind(1, id)
             insert.bind(2, pass)
+            // Each row's text and payload are copied into one reused buffer and bound from there
+            // without another copy (`bindStatic`), the statement run while the buffer is in hand.
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(1024)
+            defer { insert.clearBindings() }
             for r in batch.recipients {
-                insert.bind(3, r.token.hex)
-                insert.bind(4, r.location.file)
-                insert.bind(5, r.location.line)
-                insert.bind(6, r.recipientId)
-                insert.bindBlob(7, r.payload)
-                insert.bind(8, r.apnsId)
-                insert.bind(9, r.headers?.priority)
-                insert.bind(10, r.headers?.collapseId)
-                insert.bind(11, r.headers?.expiration.storageText)
-                insert.bind(12, r.registeredAt)
-                try insert.execute()
+                bytes.removeAll(keepingCapacity: true)
+                let token = bytes.appendText(r.token.hex), file = bytes.appendText(r.location.file)
+                let recipientId = bytes.appendText(r.recipientId), apnsId = bytes.appendText(r.apnsId)
+                let payload = bytes.count..<bytes.count + r.payload.count
+                bytes.append(contentsOf: r.payload)
+                let collapseId = r.headers?.collapseId.map { bytes.appendText($0) }
+                let expiration = r.headers.map { bytes.appendText($0.expiration.storageText) }
+                try bytes.withUnsafeBytes { buffer in
+                    insert.bindStatic(3, text: UnsafeRawBufferPointer(rebasing: buffer[token]))
+                    insert.bindStatic(4, text: UnsafeRawBufferPointer(rebasing: buffer[file]))
+                    insert.bind(5, r.location.line)
+                    insert.bindStatic(6, text: UnsafeRawBufferPointer(rebasing: buffer[recipientId]))
+                    insert.bindStatic(7, blob: UnsafeRawBufferPointer(rebasing: buffer[payload]))
+                    insert.bindStatic(8, text: UnsafeRawBufferPointer(rebasing: buffer[apnsId]))
+                    insert.bind(9, r.headers?.priority)
+                    if let collapseId { insert.bindStatic(10, text: UnsafeRawBufferPointer(rebasing: buffer[collapseId])) } else { insert.bindNull(10) }
+                    if let expiration { insert.bindStatic(11, text: UnsafeRawBufferPointer(rebasing: buffer[expiration])) } else { insert.bindNull(11) }
+                    insert.bind(12, r.registeredAt)
+                    try insert.execute()
+                }
             }
             let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
             for row in batch.invalid {
@@ -228,6 +242,15 @@ public struct RunState: Sendable {
         try db.execute(sql: """
             DELETE FROM audience_row WHERE run = ? AND id NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
             """, arguments: [run, run])
+    }
+}
+
+extension [UInt8] {
+    /// Appends the string's UTF-8 bytes; returns where they are.
+    mutating func appendText(_ text: String) -> Range<Int> {
+        let start = count
+        append(contentsOf: text.utf8)
+        return start..<count
     }
 }
 

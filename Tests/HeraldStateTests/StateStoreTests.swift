@@ -54,6 +54,39 @@ import Testing
         #expect(lines == [2, 3], "first occurrence wins, in audience order")
     }
 
+    /// Staged rows are bound without copies from one reused buffer: every field of every row comes
+    /// back as it went in, empty text as empty (not NULL), absent headers as the job's.
+    @Test func stagedRowsKeepEveryField() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        var b = IngestBatch()
+        b.recipients = [
+            IngestBatch.Recipient(token: token(1), location: RowLocation(file: "a.csv", line: 2), recipientId: "", payload: [],
+                                  apnsId: "id-1", headers: RecipientHeaders(priority: 5, collapseId: nil, expiration: .relative(60))),
+            IngestBatch.Recipient(token: token(2), location: RowLocation(file: "b-with-a-longer-name.csv", line: 3),
+                                  recipientId: "a-recipient-id-longer-than-fifteen-bytes", payload: Array(#"{"aps":{"alert":"é"}}"#.utf8),
+                                  apnsId: "id-2", headers: RecipientHeaders(priority: 10, collapseId: "c-2", expiration: .absolute(1_700_000_000)),
+                                  registeredAt: 42),
+            IngestBatch.Recipient(token: token(3), location: RowLocation(file: "a.csv", line: 4), recipientId: "u3", payload: [1, 0, 2],
+                                  apnsId: "id-3"),
+        ]
+        b.rows = 3
+        try s.run(run).ingest(b)
+        try s.run(run).markIngestComplete()
+        let claimed = try s.run(run).claim(limit: 10)
+        #expect(claimed.map(\.token) == [token(1), token(2), token(3)])
+        #expect(claimed.map(\.apnsId) == ["id-1", "id-2", "id-3"])
+        #expect(claimed.map(\.payload) == [[], Array(#"{"aps":{"alert":"é"}}"#.utf8), [1, 0, 2]])
+        #expect(claimed[0].headers == RecipientHeaders(priority: 5, collapseId: nil, expiration: .relative(60)))
+        #expect(claimed[1].headers == RecipientHeaders(priority: 10, collapseId: "c-2", expiration: .absolute(1_700_000_000)))
+        #expect(claimed[2].headers == nil)
+        var rows: [DeliveryRow] = []
+        try s.run(run).forEachDelivery { rows.append($0) }
+        #expect(rows.map(\.recipientId) == ["", "a-recipient-id-longer-than-fifteen-bytes", "u3"])
+        #expect(rows.map(\.file) == ["a.csv", "b-with-a-longer-name.csv", "a.csv"])
+        #expect(try s.read { db in try Int64.fetchOne(db, sql: "SELECT registered_at FROM audience_row WHERE token = ?", arguments: [token(2).hex]) } == 42)
+    }
+
     /// Every token under one key, a collision as bad as it gets: deduplication still compares the
     /// tokens themselves, so each distinct token becomes a recipient (its first row, in audience
     /// order) and only true repeats count as duplicates.
