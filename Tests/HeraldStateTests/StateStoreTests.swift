@@ -27,6 +27,7 @@ import Testing
         try s.run(run).markIngestComplete()
         let again = try StateStore(path: path)
         #expect(try again.run(run).recipientCount() == 1)
+        #expect(try again.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 8192, "set before the switch to WAL")
     }
 
     @Test func ingestDeduplicatesAndMovesTheCheckpointAtomically() throws {
