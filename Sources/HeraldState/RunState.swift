@@ -194,8 +194,13 @@ public struct RunState: Sendable {
     /// token an earlier row (lower id, so earlier in the audience) already has. Tokens are read
     /// once, in row order, as (token key, row id) pairs into an external sort (memory fixed, spills
     /// to a scratch file in the state directory); equal keys come out together, first row first.
-    /// A row is listed only if its token text equals an earlier row's with the same key, so a key
-    /// collision can never drop a recipient. Returns the number of duplicates listed.
+    /// A 32-byte token is its own key, so equal exact keys are equal tokens. Under a hashed key
+    /// (other lengths) a row is listed only if its token text equals an earlier row's, looked up,
+    /// so a key collision can never drop a recipient. Returns the number of duplicates listed.
+    ///
+    /// Why exact keys: with 128-bit hashes for every token, looking up both token texts of each
+    /// duplicate (random pages of a table far larger than the page cache) cost 0.6 CPU s a million
+    /// rows at 5 % duplicates, more than the sort.
     ///
     /// Why not SQL (an index on token, then GROUP BY; or `ORDER BY token`): both sort whole
     /// records carrying the 64-character token text, about three times the CPU time of sorting
@@ -226,6 +231,12 @@ public struct RunState: Sendable {
         var texts: [[UInt8]] = []
         try sorter.forEach { entry in
             guard let f = first, f.key == entry.key else { first = entry; texts = []; return }
+            if entry.key.isExact {
+                list.bind(1, entry.id)
+                try list.execute()
+                duplicates += 1
+                return
+            }
             if texts.isEmpty { texts = [try tokenText(f.id)] }
             let text = try tokenText(entry.id)
             guard texts.contains(text) else { texts.append(text); return }

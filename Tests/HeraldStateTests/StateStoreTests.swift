@@ -88,6 +88,26 @@ import Testing
         #expect(try s.read { db in try Int64.fetchOne(db, sql: "SELECT registered_at FROM audience_row WHERE token = ?", arguments: [token(2).hex]) } == 42)
     }
 
+    /// Tokens of other lengths than 32 bytes have hashed keys: their repeats are found by comparing
+    /// the token texts, beside 32-byte tokens whose keys are exact.
+    @Test func deduplicatesTokensOfAnyLength() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        func short(_ i: Int, line: Int) -> IngestBatch.Recipient {
+            IngestBatch.Recipient(token: try! DeviceToken.normalize(String(format: "%016x", i)).get(), location: RowLocation(file: "a.csv", line: line),
+                                  recipientId: "s\(i)", payload: [1], apnsId: "x")
+        }
+        var b = IngestBatch()
+        b.recipients = [short(1, line: 2), recipient(1, line: 3), short(1, line: 4), short(2, line: 5), recipient(1, line: 6), short(2, line: 7)]
+        b.rows = 6
+        try s.run(run).ingest(b)
+        try s.run(run).markIngestComplete()
+        #expect(try s.run(run).reload().duplicates == 3)
+        var lines: [Int] = []
+        try s.run(run).forEachDelivery { lines.append($0.line) }
+        #expect(lines == [2, 3, 5])
+    }
+
     /// Every token under one key, a collision as bad as it gets: deduplication still compares the
     /// tokens themselves, so each distinct token becomes a recipient (its first row, in audience
     /// order) and only true repeats count as duplicates.
