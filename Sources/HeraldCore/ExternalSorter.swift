@@ -236,29 +236,31 @@ public struct TokenKey: Comparable, BitwiseCopyable, Sendable {
     }
 
     /// 64 lower-case hex digits as four words; nil if any is not one (then the key is hashed).
+    /// A table look-up and an OR per digit, no branch: decoding with a `switch` per digit was a
+    /// quarter of a second a million tokens.
     private static func words(hex: UnsafeRawBufferPointer) -> (UInt64, UInt64, UInt64, UInt64)? {
-        var w: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        for k in 0..<4 {
-            var v: UInt64 = 0
-            for i in k * 16..<k * 16 + 16 {
-                let c = hex[i]
-                let d: UInt8
-                switch c {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): d = c &- UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): d = c &- UInt8(ascii: "a") &+ 10
-                default: return nil
+        hexDigitValues.withUnsafeBufferPointer { table in
+            var invalid: UInt8 = 0
+            func word(_ start: Int) -> UInt64 {
+                var v: UInt64 = 0
+                for i in start..<start + 16 {
+                    let d = table[Int(hex[i])]
+                    invalid |= d
+                    v = v << 4 | UInt64(d & 0x0F)
                 }
-                v = v << 4 | UInt64(d)
+                return v
             }
-            switch k {
-            case 0: w.0 = v
-            case 1: w.1 = v
-            case 2: w.2 = v
-            default: w.3 = v
-            }
+            let w = (word(0), word(16), word(32), word(48))
+            return invalid & 0xF0 == 0 ? w : nil
         }
-        return w
     }
+
+    /// Each byte's value as a lower-case hex digit, 0xFF for any other byte.
+    private static let hexDigitValues: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, digit) in "0123456789abcdef".utf8.enumerated() { table[Int(digit)] = UInt8(value) }
+        return table
+    }()
 }
 
 /// What the sorter sorts: a token's key and the row it came from (0 when only tokens count).

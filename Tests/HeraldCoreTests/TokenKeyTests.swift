@@ -27,4 +27,16 @@ import Testing
         (exactTwin.w0, exactTwin.w1, exactTwin.w2, exactTwin.w3) = (short.w0, short.w1, short.w2, short.w3)
         #expect(exactTwin != short && (exactTwin < short) != (short < exactTwin))
     }
+
+    /// Only 64 lower-case hex digits make an exact key: any other byte among them hashes the text,
+    /// so two different texts can never decode to the same words.
+    @Test func sixtyFourBytesThatAreNotLowerCaseHexAreHashed() {
+        for bad in ["g", "A", " ", "\u{0}", "\u{FF}"] {
+            let text = Array(String(repeating: "0", count: 63).utf8) + Array(bad.utf8.prefix(1))
+            let k = text.withUnsafeBytes { TokenKey(hex: $0) }
+            #expect(!k.isExact, "last byte \(text.last!)")
+        }
+        let valid = Array(String(repeating: "0", count: 63).utf8) + Array("f".utf8)
+        #expect(valid.withUnsafeBytes { TokenKey(hex: $0) }.w3 == 15)
+    }
 }
