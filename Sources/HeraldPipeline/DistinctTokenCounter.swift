@@ -9,13 +9,13 @@ import HeraldCore
 /// once the index outgrows a fixed page cache every row costs a page read and write, 10 s a
 /// million rows against the 1 s the whole prescan should take.
 ///
-/// Instead an external sort of 128-bit token keys (`TokenKey`), equal keys dropped: memory is the
-/// sorter's 8 MiB buffer. A collision between two different tokens would undercount by one with
-/// probability about n²/2¹²⁹.
+/// Instead an external sort of token keys (`TokenKey`), equal keys dropped: memory is the
+/// sorter's 12 MiB buffer. A 32-byte token is its own key; for other lengths a collision between
+/// two different tokens would undercount by one with probability about n²/2¹²⁹.
 final class DistinctTokenCounter {
     private let sorter: ExternalSorter
 
-    init(directory: String = NSTemporaryDirectory(), runCapacity: Int = 1 << 19, fanIn: Int = 32) {
+    init(directory: String = NSTemporaryDirectory(), runCapacity: Int = 1 << 18, fanIn: Int = 32) {
         sorter = ExternalSorter(directory: directory, runCapacity: runCapacity, fanIn: fanIn, dropsEqual: true)
     }
 

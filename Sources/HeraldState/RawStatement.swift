@@ -14,6 +14,9 @@ struct RawStatement {
     let db: Database
     private var handle: OpaquePointer { statement.sqliteStatement }
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+    private static let `static` = unsafeBitCast(OpaquePointer(bitPattern: 0), to: sqlite3_destructor_type.self)
+    /// Where an empty value points: SQLite binds NULL for a null pointer, even with length 0.
+    private static var empty: UnsafeRawPointer { UnsafeRawPointer(bitPattern: 1)! }
 
     init(_ db: Database, sql: String) throws {
         self.db = db
@@ -38,6 +41,22 @@ struct RawStatement {
     func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient) }
     }
+
+    /// Binds text or a blob without copying it (SQLITE_STATIC): the caller keeps `bytes` alive
+    /// and unchanged until the statement has run. A copying (SQLITE_TRANSIENT) bind frees the
+    /// previous value's buffer and mallocs a new one, under SQLite's memory-statistics mutex:
+    /// six of them a staged row were about a tenth of the append time.
+    func bindStatic(_ index: Int32, text bytes: UnsafeRawBufferPointer) {
+        let base = (bytes.baseAddress ?? Self.empty).assumingMemoryBound(to: CChar.self)
+        sqlite3_bind_text(handle, index, base, Int32(bytes.count), Self.static)
+    }
+
+    func bindStatic(_ index: Int32, blob bytes: UnsafeRawBufferPointer) {
+        sqlite3_bind_blob(handle, index, bytes.baseAddress ?? Self.empty, Int32(bytes.count), Self.static)
+    }
+
+    /// Forgets every binding (after `bindStatic`, so no pointer outlives the caller's bytes).
+    func clearBindings() { sqlite3_clear_bindings(handle) }
 
     /// Runs an INSERT/UPDATE/DELETE with the current bindings and readies the statement for the next.
     func execute() throws {

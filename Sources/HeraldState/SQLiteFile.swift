@@ -5,9 +5,11 @@ import GRDB
 /// file is created 0600 before SQLite opens it (SQLite gives -wal and -shm the same mode), WAL
 /// journal, `synchronous=FULL` unless asked otherwise. Each store runs its own migrations after.
 enum SQLiteFile {
-    /// `missing` is the message when a read-only open finds no file.
+    /// `missing` is the message when a read-only open finds no file. `pageSize` applies to a new
+    /// file only: SQLite fixes it when the file gets its first table, and WAL mode (switched on
+    /// below, after it) cannot change it.
     static func open(path: String, readOnly: Bool, missing: String, synchronousFull: Bool = true, cacheKiB: Int? = nil,
-                     busyTimeout: TimeInterval) throws -> DatabaseQueue {
+                     pageSize: Int? = nil, busyTimeout: TimeInterval) throws -> DatabaseQueue {
         if readOnly {
             guard FileManager.default.fileExists(atPath: path) else { throw StateError(path: path, message: missing) }
         } else {
@@ -23,6 +25,7 @@ enum SQLiteFile {
         config.readonly = readOnly
         config.prepareDatabase { db in
             try db.execute(sql: synchronousFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
+            if let pageSize, !readOnly { try db.execute(sql: "PRAGMA page_size = \(pageSize)") }
             if let cacheKiB { try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)") }
         }
         config.busyMode = .timeout(busyTimeout)

@@ -24,8 +24,12 @@ public final class StateStore: SQLiteStore, Sendable {
             // A bounded page cache (8 MiB). Appends, the claim index and the report scan are all
             // sequential, so a larger cache bought nothing: at 32 MiB a 200k-recipient run peaked
             // at 145 MiB RSS, at 8 MiB at 87 MiB, and ran faster.
+            // 8 KiB pages (new files; SQLite's default is 4 KiB): staged rows and recipients are
+            // appended and read in bulk, and half as many pages is half the per-page work (WAL
+            // frames, page reads, B-tree balancing): ingesting a million rows took 0.3 CPU s less,
+            // and the send checkpoints no more. 16 KiB gained no more; 64 KiB lost.
             db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no state file yet: the campaign has never run",
-                                     synchronousFull: durability == .full, cacheKiB: 8192, busyTimeout: 5)
+                                     synchronousFull: durability == .full, cacheKiB: 8192, pageSize: 8192, busyTimeout: 5)
             if !readOnly {
                 try StateSchema.migrator.migrate(db)
             } else if try db.read({ db in try !StateSchema.migrator.hasCompletedMigrations(db) }) {

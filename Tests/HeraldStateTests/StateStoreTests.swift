@@ -27,6 +27,7 @@ import Testing
         try s.run(run).markIngestComplete()
         let again = try StateStore(path: path)
         #expect(try again.run(run).recipientCount() == 1)
+        #expect(try again.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } == 8192, "set before the switch to WAL")
     }
 
     @Test func ingestDeduplicatesAndMovesTheCheckpointAtomically() throws {
@@ -52,6 +53,59 @@ import Testing
         var lines: [Int] = []
         try s.run(run).forEachDelivery { lines.append($0.line) }
         #expect(lines == [2, 3], "first occurrence wins, in audience order")
+    }
+
+    /// Staged rows are bound without copies from one reused buffer: every field of every row comes
+    /// back as it went in, empty text as empty (not NULL), absent headers as the job's.
+    @Test func stagedRowsKeepEveryField() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        var b = IngestBatch()
+        b.recipients = [
+            IngestBatch.Recipient(token: token(1), location: RowLocation(file: "a.csv", line: 2), recipientId: "", payload: [],
+                                  apnsId: "id-1", headers: RecipientHeaders(priority: 5, collapseId: nil, expiration: .relative(60))),
+            IngestBatch.Recipient(token: token(2), location: RowLocation(file: "b-with-a-longer-name.csv", line: 3),
+                                  recipientId: "a-recipient-id-longer-than-fifteen-bytes", payload: Array(#"{"aps":{"alert":"é"}}"#.utf8),
+                                  apnsId: "id-2", headers: RecipientHeaders(priority: 10, collapseId: "c-2", expiration: .absolute(1_700_000_000)),
+                                  registeredAt: 42),
+            IngestBatch.Recipient(token: token(3), location: RowLocation(file: "a.csv", line: 4), recipientId: "u3", payload: [1, 0, 2],
+                                  apnsId: "id-3"),
+        ]
+        b.rows = 3
+        try s.run(run).ingest(b)
+        try s.run(run).markIngestComplete()
+        let claimed = try s.run(run).claim(limit: 10)
+        #expect(claimed.map(\.token) == [token(1), token(2), token(3)])
+        #expect(claimed.map(\.apnsId) == ["id-1", "id-2", "id-3"])
+        #expect(claimed.map(\.payload) == [[], Array(#"{"aps":{"alert":"é"}}"#.utf8), [1, 0, 2]])
+        #expect(claimed[0].headers == RecipientHeaders(priority: 5, collapseId: nil, expiration: .relative(60)))
+        #expect(claimed[1].headers == RecipientHeaders(priority: 10, collapseId: "c-2", expiration: .absolute(1_700_000_000)))
+        #expect(claimed[2].headers == nil)
+        var rows: [DeliveryRow] = []
+        try s.run(run).forEachDelivery { rows.append($0) }
+        #expect(rows.map(\.recipientId) == ["", "a-recipient-id-longer-than-fifteen-bytes", "u3"])
+        #expect(rows.map(\.file) == ["a.csv", "b-with-a-longer-name.csv", "a.csv"])
+        #expect(try s.read { db in try Int64.fetchOne(db, sql: "SELECT registered_at FROM audience_row WHERE token = ?", arguments: [token(2).hex]) } == 42)
+    }
+
+    /// Tokens of other lengths than 32 bytes have hashed keys: their repeats are found by comparing
+    /// the token texts, beside 32-byte tokens whose keys are exact.
+    @Test func deduplicatesTokensOfAnyLength() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        func short(_ i: Int, line: Int) -> IngestBatch.Recipient {
+            IngestBatch.Recipient(token: try! DeviceToken.normalize(String(format: "%016x", i)).get(), location: RowLocation(file: "a.csv", line: line),
+                                  recipientId: "s\(i)", payload: [1], apnsId: "x")
+        }
+        var b = IngestBatch()
+        b.recipients = [short(1, line: 2), recipient(1, line: 3), short(1, line: 4), short(2, line: 5), recipient(1, line: 6), short(2, line: 7)]
+        b.rows = 6
+        try s.run(run).ingest(b)
+        try s.run(run).markIngestComplete()
+        #expect(try s.run(run).reload().duplicates == 3)
+        var lines: [Int] = []
+        try s.run(run).forEachDelivery { lines.append($0.line) }
+        #expect(lines == [2, 3, 5])
     }
 
     /// Every token under one key, a collision as bad as it gets: deduplication still compares the
