@@ -80,14 +80,8 @@ final class CurlEasy {
         buffers.pointee.reset()
         errorBuffer[0] = 0
         if let headers { curl_slist_free_all(headers) }
-        var list: UnsafeMutablePointer<curl_slist>?
-        for line in headerLines {
-            guard let next = curl_slist_append(list, line) else {
-                if let list { curl_slist_free_all(list) }
-                throw .curl(operation: "build headers", code: -1, message: "out of memory")
-            }
-            list = next
-        }
+        headers = nil
+        let list = try curlHeaderList(headerLines)
         headers = list
         try curlCheck(herald_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, list), "set headers")
         try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_URL, url), "set URL")
@@ -162,4 +156,17 @@ private func headerValue(_ p: UnsafeMutablePointer<UInt8>, _ n: Int, _ name: [UI
     while start < end, p[start] == 0x20 || p[start] == 0x09 { start += 1 }
     while end > start, p[end - 1] == 0x0D || p[end - 1] == 0x0A || p[end - 1] == 0x20 { end -= 1 }
     return Array(UnsafeBufferPointer(start: p + start, count: end - start))
+}
+
+/// A libcurl header list of `lines`, owned by the caller (curl_slist_free_all); all or nothing.
+func curlHeaderList(_ lines: [String]) throws(DeliveryError) -> UnsafeMutablePointer<curl_slist>? {
+    var list: UnsafeMutablePointer<curl_slist>?
+    for line in lines {
+        guard let next = curl_slist_append(list, line) else {
+            if let list { curl_slist_free_all(list) }
+            throw .curl(operation: "build headers", code: -1, message: "out of memory")
+        }
+        list = next
+    }
+    return list
 }

@@ -94,14 +94,7 @@ final class StreamSlot {
         if let c = r.collapseId { lines.append("apns-collapse-id: \(c)") }
         if let x = r.expiration { lines.append("apns-expiration: \(x)") }
         lines += fixed
-        var new: UnsafeMutablePointer<curl_slist>?
-        for line in lines {
-            guard let next = curl_slist_append(new, line) else {
-                if let new { curl_slist_free_all(new) }
-                throw .curl(operation: "build headers", code: -1, message: "out of memory")
-            }
-            new = next
-        }
+        let new = try curlHeaderList(lines)
         try curlCheck(herald_easy_setopt_slist(easy.handle, CURLOPT_HTTPHEADER, new), "set headers")
         if let list { curl_slist_free_all(list) }
         list = new
