@@ -44,8 +44,10 @@ final class ReadWhileSending: Sendable {
     /// Records one batch: suppression verdicts first (herald-shared.sqlite), then one transaction.
     /// Throws exit 5 as soon as `max_invalid_rows` is passed (see `InvalidRowLimit.isExceededSoFar`).
     func record(_ batch: IngestBatch, state: RunState) throws(RunFailure) {
-        let hits = try suppression?.hits(for: batch.recipients) ?? [:]
-        let recorded = try CampaignRunner.wrap(.usage) { () throws(StateError) in try state.ingestWhileSending(batch, suppressed: hits) }
+        let recorded = try CampaignRunner.wrap(.usage) { () throws(StateError) in
+            let suppressed = try suppression?.verdict(batch.recipients.map { ($0.token.hex, $0.registeredAt) }).suppressed ?? [:]
+            return try state.ingestWhileSending(batch, suppressed: suppressed)
+        }
         progress?.addSendWork(recorded.recipients - recorded.suppressed)
         let (rows, invalid) = tally.withLock { t in
             t.rows += batch.rows
@@ -53,9 +55,7 @@ final class ReadWhileSending: Sendable {
             return (t.rows, t.invalid)
         }
         if limit.isExceededSoFar(invalid: invalid, rows: rows) {
-            throw RunFailure(.tooManyInvalid, "\(invalid) of the first \(rows) audience rows are invalid, over audience.max_invalid_rows "
-                             + "(\(limit), \(limit.allowed(rows: rows)) allowed so far): stopped while sending (audience.prescan: false); "
-                             + "what was sent is recorded. invalid.csv lists the rows; fix the audience or raise the limit, then rerun")
+            throw CampaignRunner.tooManyInvalid(invalid, of: rows, limit: limit, readSoFar: true, whileSending: true)
         }
     }
 
@@ -82,27 +82,6 @@ final class ReadWhileSending: Sendable {
     }
 }
 
-/// The suppression list's entries for a batch of tokens, opened once for the run.
-struct SuppressionLookup: Sendable {
-    let shared: SharedStore
-    let scope: SharedStore.SuppressionScope
-
-    /// Tokens of the batch that must not be sent: on the list, and not re-registered after their 410.
-    func hits(for recipients: [IngestBatch.Recipient]) throws(RunFailure) -> [String: SuppressionHit] {
-        let listed = try CampaignRunner.wrap(.usage) { () throws(StateError) in
-            try shared.suppressions(for: recipients.map(\.token.hex), scope: scope)
-        }
-        guard !listed.isEmpty else { return [:] }
-        var out: [String: SuppressionHit] = [:]
-        for r in recipients {
-            guard let entry = listed[r.token.hex] else { continue }
-            if let registered = r.registeredAt, registered > entry.invalidatedAt { continue }
-            out[r.token.hex] = SuppressionHit(invalidatedAt: entry.invalidatedAt)
-        }
-        return out
-    }
-}
-
 extension CampaignRunner {
     /// Reads the audience on its own thread while this one sends (see `ReadWhileSending`).
     /// Recipients recorded by an earlier invocation and not yet attempted go through the
@@ -114,10 +93,11 @@ extension CampaignRunner {
         if adopted.recipients + adopted.duplicates > 0 {
             logger.info("\(adopted.recipients) recipient(s) and \(adopted.duplicates) duplicate(s) taken over from rows an earlier run read first")
         }
-        try suppressUnattempted(state: state, topic: topic)
+        let suppression = try suppressionLookup(topic: topic)
+        try suppressUnattempted(state: state, lookup: suppression)
         let invalid = try Self.wrap(.usage) { () throws(StateError) in try state.invalidRowCount() }
         let reading = ReadWhileSending(rows: run.rows, invalid: invalid, limit: spec.audience.maxInvalidRows,
-                                       suppression: try suppressionLookup(topic: topic), progress: operations.progress)
+                                       suppression: suppression, progress: operations.progress)
         logger.notice("sending while reading the audience (audience.prescan: false)")
         let reader = ReaderSide(runner: self)
         reading.start { () throws(RunFailure) in
@@ -139,15 +119,6 @@ extension CampaignRunner {
             return failed
         }
         return result
-    }
-
-    /// The suppression list, when herald-shared.sqlite exists and has entries for this scope.
-    func suppressionLookup(topic: String) throws(RunFailure) -> SuppressionLookup? {
-        try Self.wrap(.usage) { () throws(StateError) -> SuppressionLookup? in
-            guard let shared = try openSharedStoreIfPresent() else { return nil }
-            let scope = suppressionScope(topic)
-            return try shared.suppressionCount(scope: scope) > 0 ? SuppressionLookup(shared: shared, scope: scope) : nil
-        }
     }
 }
 

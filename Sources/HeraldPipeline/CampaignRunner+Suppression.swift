@@ -22,32 +22,26 @@ extension CampaignRunner {
 
     func applySuppressionList(state: RunState, topic: String) throws(RunFailure) {
         guard try !Self.wrap(.usage, { () throws(StateError) in try state.suppressionChecked() }) else { return }
-        try suppressUnattempted(state: state, topic: topic)
+        try suppressUnattempted(state: state, lookup: try suppressionLookup(topic: topic))
         try Self.wrap(.usage) { () throws(StateError) in try state.markSuppressionChecked() }
     }
 
     /// Marks `suppressed` every never-attempted pending recipient whose token is on the list (and
     /// was not re-registered after its 410), a keyset page at a time.
-    func suppressUnattempted(state: RunState, topic: String) throws(RunFailure) {
+    func suppressUnattempted(state: RunState, lookup: SuppressionLookup?) throws(RunFailure) {
+        guard let lookup else { return }
         try Self.wrap(.usage) { () throws(StateError) in
-            guard let shared = try openSharedStoreIfPresent() else { return }
-            let scope = suppressionScope(topic)
-            guard try shared.suppressionCount(scope: scope) > 0 else { return }
             var after: Int64 = 0
             var suppressed = 0, reRegistered = 0
             while true {
                 let page = try state.suppressionCandidates(after: after, limit: Self.suppressionPage)
                 guard let last = page.last else { break }
                 after = last.seq
-                let listed = try shared.suppressions(for: page.map(\.token), scope: scope)
-                var hits: [(seq: Int64, invalidatedAt: Int64)] = []
-                for c in page {
-                    guard let entry = listed[c.token] else { continue }
-                    if let registered = c.registeredAt, registered > entry.invalidatedAt { reRegistered += 1; continue }
-                    hits.append((c.seq, entry.invalidatedAt))
-                }
+                let verdict = try lookup.verdict(page.map { ($0.token, $0.registeredAt) })
+                let hits = page.compactMap { c in verdict.suppressed[c.token].map { (seq: c.seq, invalidatedAt: $0) } }
                 try state.suppress(hits)
                 suppressed += hits.count
+                reRegistered += verdict.reRegistered
             }
             if suppressed > 0 || reRegistered > 0 {
                 logger.notice("suppression list: \(suppressed) recipient(s) not sent (APNs said their token is dead), \(reRegistered) sent again (registered after the 410)")
@@ -55,11 +49,16 @@ extension CampaignRunner {
         }
     }
 
-    /// herald-shared.sqlite beside the state file, if a campaign created it (nil: no list yet).
-    func openSharedStoreIfPresent() throws(StateError) -> SharedStore? {
-        let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
-        guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
-        return try SharedStore(besideStateFile: spec.statePath)
+    /// The suppression list, when herald-shared.sqlite exists and has entries for this
+    /// environment and topic (nil: nothing to look up).
+    func suppressionLookup(topic: String) throws(RunFailure) -> SuppressionLookup? {
+        try Self.wrap(.usage) { () throws(StateError) -> SuppressionLookup? in
+            let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
+            guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
+            let shared = try SharedStore(besideStateFile: spec.statePath)
+            let scope = suppressionScope(topic)
+            return try shared.suppressionCount(scope: scope) > 0 ? SuppressionLookup(shared: shared, scope: scope) : nil
+        }
     }
 
     /// Adds this run's 410 tokens to the suppression list. Called at the end of every invocation
@@ -88,5 +87,27 @@ extension CampaignRunner {
         } catch {
             logger.warning("could not update the suppression list: \(error)")
         }
+    }
+}
+
+/// The suppression list of one environment and topic, opened once for the run.
+struct SuppressionLookup: Sendable {
+    let shared: SharedStore
+    let scope: SharedStore.SuppressionScope
+
+    /// Of these (token, registered_at) pairs, the tokens that must not be sent (on the list, and
+    /// not re-registered after their 410), with the 410's timestamp; and how many listed tokens
+    /// registered again since, and so are sent.
+    func verdict(_ rows: [(token: String, registeredAt: Int64?)]) throws(StateError) -> (suppressed: [String: Int64], reRegistered: Int) {
+        let listed = try shared.suppressions(for: rows.map(\.token), scope: scope)
+        guard !listed.isEmpty else { return ([:], 0) }
+        var suppressed: [String: Int64] = [:]
+        var reRegistered = 0
+        for row in rows {
+            guard let entry = listed[row.token] else { continue }
+            if let registered = row.registeredAt, registered > entry.invalidatedAt { reRegistered += 1; continue }
+            suppressed[row.token] = entry.invalidatedAt
+        }
+        return (suppressed, reRegistered)
     }
 }

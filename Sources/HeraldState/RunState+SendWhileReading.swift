@@ -13,12 +13,6 @@ public struct StreamedBatch: Sendable, Equatable {
     public init() {}
 }
 
-/// The suppression list's verdict on a token, looked up before its batch is committed.
-public struct SuppressionHit: Sendable {
-    public var invalidatedAt: Int64
-    public init(invalidatedAt: Int64) { self.invalidatedAt = invalidatedAt }
-}
-
 /// Recording the audience while sending (`audience.prescan: false`): each row becomes a recipient
 /// in the transaction that stages it, so the sender can claim it as soon as that batch commits.
 ///
@@ -40,13 +34,12 @@ extension RunState {
 
     /// Records one batch: staged rows, new recipients, invalid rows, counters and the checkpoint,
     /// in one transaction. A row whose token the run already has is a duplicate: counted, not
-    /// staged. `suppressed` holds the batch's tokens on the suppression list (already filtered by
-    /// `registered_at`); they are recorded `suppressed` and never claimable.
-    public func ingestWhileSending(_ batch: IngestBatch, suppressed: [String: SuppressionHit]) throws(StateError) -> StreamedBatch {
+    /// staged. `suppressed` maps the batch's tokens on the suppression list (already filtered by
+    /// `registered_at`) to their 410 timestamp; they are recorded `suppressed` and never claimable.
+    public func ingestWhileSending(_ batch: IngestBatch, suppressed: [String: Int64]) throws(StateError) -> StreamedBatch {
         try write { db in
             var out = StreamedBatch()
-            let probe = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? LIMIT 1")
-            probe.bind(1, id)
+            let probe = try TokenProbe(db, run: id)
             let stage = try RawStatement(db, sql: """
                 INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
                                           registered_at)
@@ -56,10 +49,7 @@ extension RunState {
             let adopt = try Self.recipientInsert(db, run: id)
             for r in batch.recipients {
                 let token = r.token.hex
-                probe.bind(2, token)
-                var known = false
-                try probe.forEachRow { _ in known = true }
-                if known { out.duplicates += 1; continue }
+                if try probe.contains(token) { out.duplicates += 1; continue }
                 stage.bind(2, token)
                 stage.bind(3, r.location.file)
                 stage.bind(4, r.location.line)
@@ -71,11 +61,11 @@ extension RunState {
                 stage.bind(10, r.headers?.expiration.storageText)
                 stage.bind(11, r.registeredAt)
                 try stage.execute()
-                let hit = suppressed[token]
+                let suppressedAt = suppressed[token]
                 try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
-                                 apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: hit?.invalidatedAt)
+                                 apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt)
                 out.recipients += 1
-                if hit != nil { out.suppressed += 1 }
+                if suppressedAt != nil { out.suppressed += 1 }
             }
             let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
             for row in batch.invalid {
@@ -115,17 +105,13 @@ extension RunState {
             """)
         rows.bind(1, id)
         rows.bind(2, last)
-        let probe = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? LIMIT 1")
-        probe.bind(1, id)
+        let probe = try TokenProbe(db, run: id)
         let drop = try RawStatement(db, sql: "DELETE FROM audience_row WHERE id = ?")
         let adopt = try Self.recipientInsert(db, run: id)
         var duplicates: [Int64] = []
         try rows.forEachRow { r in
             let token = r.string(1)
-            probe.bind(2, token)
-            var known = false
-            try probe.forEachRow { _ in known = true }
-            if known { duplicates.append(r.int64(0)); return }
+            if try probe.contains(token) { duplicates.append(r.int64(0)); return }
             try adopt.insert(token: token, file: r.string(2), line: r.int(3), recipientId: r.string(4), apnsId: r.string(5),
                              row: r.int64(0), suppressedAt: nil)
             out.recipients += 1
@@ -149,6 +135,23 @@ extension RunState {
             """)
         statement.bind(1, run)
         return RecipientInsert(statement: statement)
+    }
+}
+
+/// Whether the run already has a recipient with this token (the `recipient_token` index).
+private struct TokenProbe {
+    let statement: RawStatement
+
+    init(_ db: Database, run: Int64) throws {
+        statement = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? LIMIT 1")
+        statement.bind(1, run)
+    }
+
+    func contains(_ token: String) throws -> Bool {
+        statement.bind(2, token)
+        var found = false
+        try statement.forEachRow { _ in found = true }
+        return found
     }
 }
 
