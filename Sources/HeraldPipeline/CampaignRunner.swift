@@ -169,10 +169,17 @@ public final class CampaignRunner {
         let (rows, invalid) = try Self.wrap(.usage) { () throws(StateError) in (try state.reload().rows, try state.invalidRowCount()) }
         let limit = spec.audience.maxInvalidRows
         if limit.isExceeded(invalid: invalid, rows: rows) {
-            let sent = whileSending ? "stopped while sending (audience.prescan: false); what was sent is recorded" : "nothing sent"
-            throw RunFailure(.tooManyInvalid, "\(invalid) of \(rows) audience rows are invalid, over audience.max_invalid_rows (\(limit), "
-                             + "\(limit.allowed(rows: rows)) allowed here): \(sent). invalid.csv lists them; fix the audience or raise the limit, then rerun")
+            throw Self.tooManyInvalid(invalid, of: rows, limit: limit, readSoFar: false, whileSending: whileSending)
         }
+    }
+
+    /// Exit 5's message. `readSoFar`: judged on the rows read so far (sending while reading).
+    static func tooManyInvalid(_ invalid: Int, of rows: Int, limit: InvalidRowLimit, readSoFar: Bool, whileSending: Bool) -> RunFailure {
+        let counted = readSoFar ? "of the first \(rows)" : "of \(rows)"
+        let allowed = "\(limit.allowed(rows: rows)) allowed \(readSoFar ? "so far" : "here")"
+        let sent = whileSending ? "stopped while sending (audience.prescan: false); what was sent is recorded" : "nothing sent"
+        return RunFailure(.tooManyInvalid, "\(invalid) \(counted) audience rows are invalid, over audience.max_invalid_rows (\(limit), \(allowed)): "
+                          + "\(sent). invalid.csv lists them; fix the audience or raise the limit, then rerun")
     }
 
     /// A finished campaign run again sends nothing; its reports are rewritten only if one is
