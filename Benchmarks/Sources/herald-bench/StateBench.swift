@@ -3,7 +3,8 @@ import HeraldCore
 import HeraldState
 
 /// Dedup + checkpoint alone: audience batches (8,192 rows, as `herald run` commits them; 5 % duplicate tokens, a 120-byte
-/// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests;
+/// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests (token keys
+/// collected while staging);
 /// then the send-side checkpoints (claim as inflight, record the answer) in windows of 500.
 /// Run once with synchronous=FULL (what herald uses) and once with NORMAL, to show what
 /// surviving a power loss costs.
@@ -20,10 +21,11 @@ enum StateBench {
                 let run = store.run(info)
                 var clock = ContinuousClock.now
                 let cpu0 = cpuSeconds()
-                for b in batches { try run.ingest(b) }
+                let keys = try run.firstPassKeys()
+                for b in batches { try run.ingest(b, keys: keys) }
                 let appendSeconds = seconds(since: clock)
                 let appendCPU = cpuSeconds() - cpu0
-                try run.markIngestComplete()
+                try run.markIngestComplete(keys: keys)
                 let duplicates = try run.reload().duplicates
                 let ingestSeconds = seconds(since: clock)
                 let ingestCPU = cpuSeconds() - cpu0
