@@ -168,11 +168,6 @@ public struct AudienceScanResult: Sendable {
         return "\(verdict): \(Self.grouped(invalid)) of \(Self.grouped(rows)) rows (audience.max_invalid_rows: \(limit) allows \(Self.grouped(allowedInvalid)))"
     }
 
-    /// The prescan's verdict as the run's exit status: throws exit 5 when over the limit.
-    public func checkInvalidLimit() throws(RunFailure) {
-        if isOverInvalidLimit { throw RunFailure(.tooManyInvalid, invalidLimitMessage + "; nothing was sent") }
-    }
-
     /// 1234567 → "1,234,567", as the rest of herald's output writes counts.
     static func grouped(_ n: Int) -> String {
         let digits = String(n.magnitude)
