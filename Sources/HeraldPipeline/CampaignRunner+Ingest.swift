@@ -38,14 +38,12 @@ extension CampaignRunner {
         var batch = IngestBatch()
         var total = 0
         let pass = run.audiencePass
-        // The first pass's token keys, kept as rows are staged, so settling it need not read them back.
-        let keys = pass == 1 && whileSending == nil ? try Self.wrap(.usage) { () throws(StateError) in try state.firstPassKeys() } : nil
         operations.startReading(spec.audience.files, first: run.ingestedFile)
         for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
             let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
             while true {
                 if stopRequested.load(ordering: .relaxed) || whileSending?.shouldStopReading == true {
-                    try flush(&batch, state: state, pass: pass, keys: keys, whileSending: whileSending)
+                    try flush(&batch, state: state, pass: pass, whileSending: whileSending)
                     throw RunFailure(.incomplete, "stopped by signal while reading the audience; rerun to resume")
                 }
                 guard let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) else { break }
@@ -61,7 +59,7 @@ extension CampaignRunner {
                 total += 1
                 if total & 511 == 0 { operations.reading(file: index, bytes: reader.compressedBytesRead, rows: total) }
                 if batch.rows >= batchRows {
-                    try flush(&batch, state: state, pass: pass, keys: keys, whileSending: whileSending)
+                    try flush(&batch, state: state, pass: pass, whileSending: whileSending)
                 }
                 if total % 250_000 == 0 { logger.info("read \(total) audience rows") }
             }
@@ -69,9 +67,9 @@ extension CampaignRunner {
             // Mark the file done even when its last rows were skipped, so a resume starts at the next file.
             batch.checkpointFile = index + 1
             batch.checkpointLine = 0
-            try flush(&batch, state: state, pass: pass, keys: keys, force: true, whileSending: whileSending)
+            try flush(&batch, state: state, pass: pass, force: true, whileSending: whileSending)
         }
-        try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(pass: pass, keys: keys) }
+        try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(pass: pass) }
         logger.info("audience read: \(total) rows this pass")
     }
 
@@ -94,14 +92,14 @@ extension CampaignRunner {
         }
     }
 
-    private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, keys: FirstPassKeys?, force: Bool = false,
+    private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false,
                        whileSending: ReadWhileSending?) throws(RunFailure) {
         guard force || !batch.isEmpty else { return }
         let b = batch
         if let whileSending {
             try whileSending.record(b, state: state)
         } else {
-            try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass, keys: keys) }
+            try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass) }
         }
         batch = IngestBatch()
         CrashPoint.ingest.reached()

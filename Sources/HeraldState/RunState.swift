@@ -77,19 +77,7 @@ public struct RunState: Sendable {
     /// Records one batch of audience rows and moves the checkpoint, atomically: after a crash the
     /// rows before the checkpoint are all recorded and none after it is. Rows are only appended
     /// here; duplicates are resolved once the whole audience is read (`markIngestComplete`).
-    /// `keys` (the first pass's, from `firstPassKeys`) takes each staged row's token key once the
-    /// batch has committed.
-    public func ingest(_ batch: IngestBatch, pass: Int = 1, keys: FirstPassKeys? = nil) throws(StateError) {
-        do {
-            try stage(batch, pass: pass, keys: keys)
-        } catch {
-            keys?.dropStaged()
-            throw error
-        }
-        keys?.keepStaged()
-    }
-
-    private func stage(_ batch: IngestBatch, pass: Int, keys: FirstPassKeys?) throws(StateError) {
+    public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) {
         try write { db in
             let insert = try RawStatement(db, sql: """
                 INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
@@ -123,7 +111,6 @@ public struct RunState: Sendable {
                     if let expiration { insert.bindStatic(11, text: UnsafeRawBufferPointer(rebasing: buffer[expiration])) } else { insert.bindNull(11) }
                     insert.bind(12, r.registeredAt)
                     try insert.execute()
-                    keys?.staged.append(TokenEntry(key: TokenKey(hex: UnsafeRawBufferPointer(rebasing: buffer[token])), id: db.lastInsertedRowID))
                 }
             }
             let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
@@ -141,9 +128,7 @@ public struct RunState: Sendable {
     /// undecided ones take the new row's data), new tokens are added, and recipients the new
     /// files no longer contain that are still undecided are not sent: `suppressed`
     /// (`vanished_from_audience`).
-    /// `keys`: the first pass's token keys, collected as it was staged (read back from the staged
-    /// rows when nil or incomplete).
-    public func markIngestComplete(pass: Int = 1, keys: FirstPassKeys? = nil) throws(StateError) {
+    public func markIngestComplete(pass: Int = 1) throws(StateError) {
         let scratch = (store.path as NSString).deletingLastPathComponent
         try write { db in
             if pass == 1, try hasRecipients(db) || db.indexes(on: "recipient").contains(where: { $0.name == "recipient_token" }) {
@@ -152,7 +137,7 @@ public struct RunState: Sendable {
                 return
             }
             if pass == 1 {
-                try Self.settleFirstPass(run: id, scratchDirectory: scratch, db: db, keys: keys?.isComplete == true ? keys : nil)
+                try Self.settleFirstPass(run: id, scratchDirectory: scratch, db: db)
                 return
             }
             // Built by sorting, after the fact: cheap, and the appends above stay index-free.
@@ -197,9 +182,9 @@ public struct RunState: Sendable {
     /// The duplicates' rows stay staged, unreferenced, until the run finishes (or a new pass
     /// prunes them): deleting them, scattered as they are, dirtied most pages of the table and
     /// rewrote it through the WAL, half the CPU time of deduplication.
-    static func settleFirstPass(run: Int64, scratchDirectory: String, db: Database, keys: FirstPassKeys? = nil,
+    static func settleFirstPass(run: Int64, scratchDirectory: String, db: Database,
                                 tokenKey: (UnsafeRawBufferPointer) -> TokenKey = TokenKey.init(hex:)) throws {
-        let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, keys: keys, tokenKey: tokenKey)
+        let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
         try db.execute(sql: """
             INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
             SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1 FROM audience_row
@@ -225,20 +210,14 @@ public struct RunState: Sendable {
     /// Why not SQL (an index on token, then GROUP BY; or `ORDER BY token`): both sort whole
     /// records carrying the 64-character token text, about three times the CPU time of sorting
     /// 24-byte keys here.
-    /// `keys`: the pairs, collected while the rows were staged, instead of reading them here.
     /// `tokenKey` is a parameter only so that a test can make every key collide.
-    static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database, keys: FirstPassKeys? = nil,
+    static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database,
                                   tokenKey: (UnsafeRawBufferPointer) -> TokenKey) throws -> Int {
-        let sorter: ExternalSorter
-        if let keys {
-            sorter = keys.sorter
-        } else {
-            sorter = ExternalSorter(directory: scratchDirectory)
-            let scan = try RawStatement(db, sql: "SELECT token, id FROM audience_row WHERE run = ? AND pass = ?")
-            scan.bind(1, run)
-            scan.bind(2, pass)
-            try scan.forEachRow { row in try sorter.insert(TokenEntry(key: tokenKey(row.bytes(0)), id: row.int64(1))) }
-        }
+        let sorter = ExternalSorter(directory: scratchDirectory)
+        let scan = try RawStatement(db, sql: "SELECT token, id FROM audience_row WHERE run = ? AND pass = ?")
+        scan.bind(1, run)
+        scan.bind(2, pass)
+        try scan.forEachRow { row in try sorter.insert(TokenEntry(key: tokenKey(row.bytes(0)), id: row.int64(1))) }
         // In the temp database (its own small cache, spilling to a temp file): bounded memory
         // however many duplicates there are.
         try db.execute(sql: "CREATE TEMP TABLE duplicate_row (id INTEGER PRIMARY KEY)")

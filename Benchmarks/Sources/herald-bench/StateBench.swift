@@ -3,8 +3,7 @@ import HeraldCore
 import HeraldState
 
 /// Dedup + checkpoint alone: audience batches (8,192 rows, as `herald run` commits them; 5 % duplicate tokens, a 120-byte
-/// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests (token keys
-/// collected while staging);
+/// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests;
 /// then the send-side checkpoints (claim as inflight, record the answer) in windows of 500.
 /// Run once with synchronous=FULL (what herald uses) and once with NORMAL, to show what
 /// surviving a power loss costs.
@@ -21,11 +20,10 @@ enum StateBench {
                 let run = store.run(info)
                 var clock = ContinuousClock.now
                 let cpu0 = cpuSeconds()
-                let keys = try run.firstPassKeys()
-                for b in batches { try run.ingest(b, keys: keys) }
+                for b in batches { try run.ingest(b) }
                 let appendSeconds = seconds(since: clock)
                 let appendCPU = cpuSeconds() - cpu0
-                try run.markIngestComplete(keys: keys)
+                try run.markIngestComplete()
                 let duplicates = try run.reload().duplicates
                 let ingestSeconds = seconds(since: clock)
                 let ingestCPU = cpuSeconds() - cpu0
