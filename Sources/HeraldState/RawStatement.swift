@@ -38,10 +38,6 @@ struct RawStatement {
     func bind(_ index: Int32, _ value: Int64?) { if let value { bind(index, value) } else { bindNull(index) } }
     func bind(_ index: Int32, _ value: Double?) { if let value { sqlite3_bind_double(handle, index, value) } else { bindNull(index) } }
 
-    func bindBlob(_ index: Int32, _ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { sqlite3_bind_blob(handle, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32($0.count), Self.transient) }
-    }
-
     /// Binds text or a blob without copying it (SQLITE_STATIC): the caller keeps `bytes` alive
     /// and unchanged until the statement has run. A copying (SQLITE_TRANSIENT) bind frees the
     /// previous value's buffer and mallocs a new one, under SQLite's memory-statistics mutex:

@@ -40,37 +40,20 @@ extension RunState {
         try write { db in
             var out = StreamedBatch()
             let probe = try TokenProbe(db, run: id)
-            let stage = try RawStatement(db, sql: """
-                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                          registered_at)
-                VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            stage.bind(1, id)
+            var stage = try StagedRowInsert(db, run: id, pass: 1)
+            defer { stage.finish() }
             let adopt = try Self.recipientInsert(db, run: id)
             for r in batch.recipients {
                 let token = r.token.hex
                 if try probe.contains(token) { out.duplicates += 1; continue }
-                stage.bind(2, token)
-                stage.bind(3, r.location.file)
-                stage.bind(4, r.location.line)
-                stage.bind(5, r.recipientId)
-                stage.bindBlob(6, r.payload)
-                stage.bind(7, r.apnsId)
-                stage.bind(8, r.headers?.priority)
-                stage.bind(9, r.headers?.collapseId)
-                stage.bind(10, r.headers?.expiration.storageText)
-                stage.bind(11, r.registeredAt)
-                try stage.execute()
+                try stage.insert(r)
                 let suppressedAt = suppressed[token]
                 try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
                                  apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt)
                 out.recipients += 1
                 if suppressedAt != nil { out.suppressed += 1 }
             }
-            let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
-            for row in batch.invalid {
-                try invalid.execute(arguments: [id, row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
-            }
+            try Self.recordInvalid(batch.invalid, run: id, db: db)
             try db.execute(sql: "UPDATE run SET rows = rows + ?, duplicates = duplicates + ?, ingested_file = ?, ingested_line = ? WHERE id = ?",
                            arguments: [batch.rows, out.duplicates, batch.checkpointFile, batch.checkpointLine, id])
             return out

@@ -79,46 +79,20 @@ public struct RunState: Sendable {
     /// here; duplicates are resolved once the whole audience is read (`markIngestComplete`).
     public func ingest(_ batch: IngestBatch, pass: Int = 1) throws(StateError) {
         try write { db in
-            let insert = try RawStatement(db, sql: """
-                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                          registered_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            insert.bind(1, id)
-            insert.bind(2, pass)
-            // Each row's text and payload are copied into one reused buffer and bound from there
-            // without another copy (`bindStatic`), the statement run while the buffer is in hand.
-            var bytes: [UInt8] = []
-            bytes.reserveCapacity(1024)
-            defer { insert.clearBindings() }
-            for r in batch.recipients {
-                bytes.removeAll(keepingCapacity: true)
-                let token = bytes.appendText(r.token.hex), file = bytes.appendText(r.location.file)
-                let recipientId = bytes.appendText(r.recipientId), apnsId = bytes.appendText(r.apnsId)
-                let payload = bytes.count..<bytes.count + r.payload.count
-                bytes.append(contentsOf: r.payload)
-                let collapseId = r.headers?.collapseId.map { bytes.appendText($0) }
-                let expiration = r.headers.map { bytes.appendText($0.expiration.storageText) }
-                try bytes.withUnsafeBytes { buffer in
-                    insert.bindStatic(3, text: UnsafeRawBufferPointer(rebasing: buffer[token]))
-                    insert.bindStatic(4, text: UnsafeRawBufferPointer(rebasing: buffer[file]))
-                    insert.bind(5, r.location.line)
-                    insert.bindStatic(6, text: UnsafeRawBufferPointer(rebasing: buffer[recipientId]))
-                    insert.bindStatic(7, blob: UnsafeRawBufferPointer(rebasing: buffer[payload]))
-                    insert.bindStatic(8, text: UnsafeRawBufferPointer(rebasing: buffer[apnsId]))
-                    insert.bind(9, r.headers?.priority)
-                    if let collapseId { insert.bindStatic(10, text: UnsafeRawBufferPointer(rebasing: buffer[collapseId])) } else { insert.bindNull(10) }
-                    if let expiration { insert.bindStatic(11, text: UnsafeRawBufferPointer(rebasing: buffer[expiration])) } else { insert.bindNull(11) }
-                    insert.bind(12, r.registeredAt)
-                    try insert.execute()
-                }
-            }
-            let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
-            for row in batch.invalid {
-                try invalid.execute(arguments: [id, row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
-            }
+            var stage = try StagedRowInsert(db, run: id, pass: pass)
+            defer { stage.finish() }
+            for r in batch.recipients { try stage.insert(r) }
+            try Self.recordInvalid(batch.invalid, run: id, db: db)
             try db.execute(sql: "UPDATE run SET rows = rows + ?, ingested_file = ?, ingested_line = ? WHERE id = ?",
                            arguments: [batch.rows, batch.checkpointFile, batch.checkpointLine, id])
+        }
+    }
+
+    /// Invalid rows of a batch (`invalid.csv`), in the batch's transaction.
+    static func recordInvalid(_ rows: [InvalidRow], run: Int64, db: Database) throws {
+        let invalid = try db.cachedStatement(sql: "INSERT INTO invalid_row (run, file, line, reason, token_field, detail) VALUES (?, ?, ?, ?, ?, ?)")
+        for row in rows {
+            try invalid.execute(arguments: [run, row.location.file, row.location.line, row.reason.rawValue, row.field, row.detail])
         }
     }
 
@@ -259,6 +233,53 @@ public struct RunState: Sendable {
             DELETE FROM audience_row WHERE run = ? AND id NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
             """, arguments: [run, run])
     }
+}
+
+/// The INSERT of a staged audience row (payload and per-recipient headers), for both ways of
+/// recording an audience. Each row's text and payload are copied into one reused buffer and bound
+/// from there without another copy (`bindStatic`), the statement run while the buffer is in hand;
+/// `finish` drops the bindings so no pointer outlives the buffer. The row's id is then the
+/// connection's `lastInsertedRowID`.
+struct StagedRowInsert {
+    private let statement: RawStatement
+    private var bytes: [UInt8] = []
+
+    init(_ db: Database, run: Int64, pass: Int) throws {
+        statement = try RawStatement(db, sql: """
+            INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
+                                      registered_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        statement.bind(1, run)
+        statement.bind(2, pass)
+        bytes.reserveCapacity(1024)
+    }
+
+    mutating func insert(_ r: IngestBatch.Recipient) throws {
+        bytes.removeAll(keepingCapacity: true)
+        let token = bytes.appendText(r.token.hex), file = bytes.appendText(r.location.file)
+        let recipientId = bytes.appendText(r.recipientId), apnsId = bytes.appendText(r.apnsId)
+        let payload = bytes.count..<bytes.count + r.payload.count
+        bytes.append(contentsOf: r.payload)
+        let collapseId = r.headers?.collapseId.map { bytes.appendText($0) }
+        let expiration = r.headers.map { bytes.appendText($0.expiration.storageText) }
+        let insert = statement
+        try bytes.withUnsafeBytes { buffer in
+            insert.bindStatic(3, text: UnsafeRawBufferPointer(rebasing: buffer[token]))
+            insert.bindStatic(4, text: UnsafeRawBufferPointer(rebasing: buffer[file]))
+            insert.bind(5, r.location.line)
+            insert.bindStatic(6, text: UnsafeRawBufferPointer(rebasing: buffer[recipientId]))
+            insert.bindStatic(7, blob: UnsafeRawBufferPointer(rebasing: buffer[payload]))
+            insert.bindStatic(8, text: UnsafeRawBufferPointer(rebasing: buffer[apnsId]))
+            insert.bind(9, r.headers?.priority)
+            if let collapseId { insert.bindStatic(10, text: UnsafeRawBufferPointer(rebasing: buffer[collapseId])) } else { insert.bindNull(10) }
+            if let expiration { insert.bindStatic(11, text: UnsafeRawBufferPointer(rebasing: buffer[expiration])) } else { insert.bindNull(11) }
+            insert.bind(12, r.registeredAt)
+            try insert.execute()
+        }
+    }
+
+    func finish() { statement.clearBindings() }
 }
 
 extension [UInt8] {
