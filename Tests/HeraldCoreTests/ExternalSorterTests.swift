@@ -16,19 +16,21 @@ import Testing
         case hashedAndExact
     }
 
+    /// Spread, repeatable words without a generator: i times odd 64-bit constants (Fibonacci hashing).
+    func word(_ i: Int, _ salt: UInt64) -> UInt64 { (UInt64(i) &+ salt) &* 0x9E37_79B9_7F4A_7C15 ^ (UInt64(i) &* salt) }
+
     func entries(_ shape: Shape, count: Int) -> [TokenEntry] {
-        var rng = SeededGenerator(seed: 42)
-        return (0..<count).map { i -> TokenEntry in
-            let id = Int64(rng.next() % 1_000_000)
+        (0..<count).map { i -> TokenEntry in
+            let id = Int64(word(i, 0xBF58_476D_1CE4_E5B9) % 1_000_000)
             switch shape {
             case .random:
-                return TokenEntry(key: exact(rng.next(), rng.next()), id: id)
+                return TokenEntry(key: exact(word(i, 1), word(i, 2)), id: id)
             case .sharedPrefix:
-                return TokenEntry(key: exact(0xABCD_0000_0000_0000 | (rng.next() & 0xFFFF_FFFF_FFFF), rng.next() % 4), id: id)
+                return TokenEntry(key: exact(0xABCD_0000_0000_0000 | (word(i, 3) & 0xFFFF_FFFF_FFFF), word(i, 4) % 4), id: id)
             case .fewKeysRepeated:
-                return TokenEntry(key: exact(rng.next() % 37 << 40, 0), id: id)
+                return TokenEntry(key: exact((word(i, 5) % 37) << 40, 0), id: id)
             case .hashedAndExact:
-                let w0 = rng.next() % 1000 << 50
+                let w0 = (word(i, 6) % 1000) << 50
                 return i % 2 == 0 ? TokenEntry(key: TokenKey(high: w0, low: 7), id: id) : TokenEntry(key: exact(w0, 7), id: id)
             }
         }
@@ -71,18 +73,5 @@ import Testing
         for e in input.sorted() where expected.last != e { expected.append(e) }
         #expect(out.count == expected.count)
         #expect(out.indices.first { out[$0] != expected[$0] } == nil)
-    }
-}
-
-/// SplitMix64: the same entries every run.
-struct SeededGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
