@@ -1,7 +1,7 @@
 import Foundation
 
 /// Sorts more fixed-size values than memory should hold: values are collected in a fixed buffer,
-/// sorted, and written as sorted runs to a scratch file; `drain` merges the runs (k-way, with a
+/// sorted, and written as sorted runs to a scratch file; `forEach` merges the runs (k-way, with a
 /// heap) and hands the values back in order. Memory: the buffer (12 MiB by default), or `fanIn` 192 KiB read
 /// buffers while merging (runs are merged down whenever there are `fanIn` of them). The scratch
 /// file is unlinked as soon as it is created, so it disappears with the process, however it ends.

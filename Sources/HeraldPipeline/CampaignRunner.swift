@@ -163,7 +163,8 @@ public final class CampaignRunner {
     }
 
     /// `audience.max_invalid_rows`: checked once the whole audience is recorded, before the first
-    /// push (the ingest is the prescan: the audience is read once, completely, before sending).
+    /// push (the ingest is the prescan: the audience is read once, completely, before sending), or,
+    /// sending while reading (`whileSending`), once the reader has recorded the last row.
     /// Audience row errors and per-recipient render errors count together.
     func checkInvalidRows(state: RunState, whileSending: Bool = false) throws(RunFailure) {
         let (rows, invalid) = try Self.wrap(.usage) { () throws(StateError) in (try state.reload().rows, try state.invalidRowCount()) }
