@@ -85,6 +85,8 @@ struct RawRow {
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
     func string(_ column: Int32) -> String { String(decoding: bytes(column), as: UTF8.self) }
     func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
+    func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
+    func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
     func byteArray(_ column: Int32) -> [UInt8] { Array(bytes(column)) }
     /// The column's bytes (text or blob), without copying.
     func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
