@@ -183,7 +183,7 @@ public struct RunState: Sendable {
     ///
     /// Why not SQL (an index on token, then GROUP BY; or `ORDER BY token`): both sort whole
     /// records carrying the 64-character token text, about three times the CPU time of sorting
-    /// 24-byte keys here.
+    /// 48-byte (key, row) entries here.
     /// `tokenKey` is a parameter only so that a test can make every key collide.
     static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database,
                                   tokenKey: (UnsafeRawBufferPointer) -> TokenKey) throws -> Int {
