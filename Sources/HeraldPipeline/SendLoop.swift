@@ -72,7 +72,12 @@ final class SendLoop {
         maxAttempts = spec.retry.maxAttempts
         let window = sender.connectionCount * sender.streamsPerConnection
         cap = 2 * window
-        claimChunk = max(1, window / 4)
+        // Half a window per commit: the queue still holds half a window when a claim is due, so
+        // no stream waits, and each commit (an fsync, and one status-index pass over the batch)
+        // is spread over twice as many pushes as with a quarter. Against the stand-in, 1 × 200
+        // streams, window / 2 sent 6–17 % faster than window / 4 (three interleaved pairs), and
+        // `herald-bench state 300000 stream` went from 16.3 to 13.4 CPU µs per push.
+        claimChunk = max(1, window / 2)
         adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
     }
 

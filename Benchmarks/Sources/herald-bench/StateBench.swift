@@ -52,6 +52,40 @@ enum StateBench {
         }
     }
 
+    /// The send side as `herald run`'s streaming sender drives it: each turn one transaction records
+    /// the answers to the oldest `chunk` claimed recipients and claims `chunk` more, with two
+    /// chunks' worth outstanding (as with a window of `2 × chunk` in flight). Prints the CPU time
+    /// per push, the state file's share of a send.
+    static func stream(recipients: Int, chunk: Int) {
+        let dir = NSTemporaryDirectory() + "herald-bench-stream-\(getpid())"
+        try? FileManager.default.removeItem(atPath: dir)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            let store = try StateStore(path: dir + "/bench.sqlite", durability: .full)
+            let run = store.run(try store.openRun(campaign: CampaignName("bench")))
+            for b in makeBatches(recipients) { try run.ingest(b) }
+            try run.markIngestComplete()
+            let clock = ContinuousClock.now
+            let cpu0 = cpuSeconds()
+            var outstanding: [[Int64]] = []
+            var sent = 0
+            while true {
+                let answered = outstanding.count >= 2 || (outstanding.count == 1 && sent > 0) ? outstanding.removeFirst() : []
+                let outcomes = answered.map { AttemptOutcome(seq: $0, status: .sent, httpStatus: 200, latencyMs: 12) }
+                let claimed = try run.commit(outcomes, maxAttempts: 3, claim: chunk)
+                sent += answered.count
+                if claimed.isEmpty && outstanding.isEmpty { break }
+                if !claimed.isEmpty { outstanding.append(claimed.map(\.seq)) }
+            }
+            let cpu = cpuSeconds() - cpu0
+            print("{\"bench\":\"state-stream\",\"rows\":\(recipients),\"sent\":\(sent),\"chunk\":\(chunk),\"seconds\":\(fmt(seconds(since: clock))),"
+                  + "\"cpu_seconds\":\(fmt(cpu)),\"cpu_us_per_push\":\(fmt(cpu / Double(max(sent, 1)) * 1e6))}")
+        } catch {
+            FileHandle.standardError.write(Data("state bench: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
     static func makeBatches(_ n: Int) -> [IngestBatch] {
         // A seeded generator and hex written byte by byte: the same audience every run, built in
         // about a second (String(format:) and the system generator took 12 s, which made repeated
