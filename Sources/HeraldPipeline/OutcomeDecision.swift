@@ -57,8 +57,19 @@ enum OutcomeDecision {
         }
     }
 
+    /// The verdict for one answer; its outcome carries the claim's time, the attempt's.
     static func decide(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date = Date(),
                        backoff: RetryBackoff = .recipient, tooManyRequests: RetryBackoff = .tooManyRequests) -> Verdict {
+        switch verdict(outcome, for: c, now: now, backoff: backoff, tooManyRequests: tooManyRequests) {
+        case .sent(var o): o.attemptedAt = c.claimedAt; return .sent(o)
+        case .failed(var o, let reason): o.attemptedAt = c.claimedAt; return .failed(o, reason: reason)
+        case .retry(var o, let delay): o.attemptedAt = c.claimedAt; return .retry(o, delay: delay)
+        case .abort(let a): return .abort(a)
+        }
+    }
+
+    private static func verdict(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date,
+                                backoff: RetryBackoff, tooManyRequests: RetryBackoff) -> Verdict {
         switch outcome {
         case .transportFailure(let why):
             // Outcome unknown: retried later with the same apns-id (and collapse id).

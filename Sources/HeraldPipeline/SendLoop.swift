@@ -8,7 +8,7 @@ import Logging
 /// The runner's side of the streaming sender, on the runner's thread, the only one that touches
 /// the state file. Each turn it commits, in ONE transaction (one fsync with `synchronous=FULL`),
 /// the answers that arrived during the previous commit and claims as many recipients as there is
-/// room for (committed `inflight` before they are handed to the sender); then it takes the next
+/// room for (the claim committed before they are handed to the sender); then it takes the next
 /// answers. Commits are therefore as frequent as the disk allows and as large as the traffic
 /// makes them, while the connections keep every stream busy from the queue in front of them.
 ///
@@ -111,6 +111,8 @@ final class SendLoop {
             let results = sender.results(timeout: pending ? max(0.001, Self.maxRecordDelay + lastCommit.timeIntervalSinceNow) : 0.05)
             for r in results { handle(r) }
         }
+        // Everything claimed is recorded or put back: nothing is in flight any more.
+        try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.endClaims() }
         return finish()
     }
 

@@ -23,6 +23,13 @@ struct RawStatement {
         self.statement = try db.makeStatement(sql: sql)
     }
 
+    /// The connection's cached prepared statement for `sql` (GRDB's statement cache): for the
+    /// statements the send loop runs on every commit, a few hundred times a second.
+    init(cached db: Database, sql: String) throws {
+        self.db = db
+        self.statement = try db.cachedStatement(sql: sql)
+    }
+
     func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(handle, index, value) }
     func bind(_ index: Int32, _ value: Int) { sqlite3_bind_int64(handle, index, Int64(value)) }
     func bindNull(_ index: Int32) { sqlite3_bind_null(handle, index) }

@@ -12,6 +12,13 @@ public struct ClaimedRecipient: Sendable {
     public let attempts: Int
     /// Set when the job templates headers per recipient.
     public let headers: RecipientHeaders?
+    /// When it was claimed: the attempt's time (`last_attempt_at`) once its answer is recorded.
+    public let claimedAt: Date
+
+    public init(seq: Int64, token: DeviceToken, payload: [UInt8], apnsId: String, attempts: Int, headers: RecipientHeaders?, claimedAt: Date) {
+        self.seq = seq; self.token = token; self.payload = payload; self.apnsId = apnsId; self.attempts = attempts
+        self.headers = headers; self.claimedAt = claimedAt
+    }
 }
 
 /// The answer for one recipient, as the sender decided it.
@@ -30,42 +37,42 @@ public struct AttemptOutcome: Sendable {
     public var apnsUniqueId: String?
     /// Request to answer, this attempt; nil when no request completed.
     public var latencyMs: Int?
+    /// When the attempt started (its claim); nil: when it is recorded.
+    public var attemptedAt: Date?
 
     public init(seq: Int64, status: StoredStatus, httpStatus: Int? = nil, reason: String = "",
                 responseApnsId: String? = nil, retryAt: Date? = nil, invalidatedAt: Int64? = nil,
-                apnsUniqueId: String? = nil, latencyMs: Int? = nil) {
+                apnsUniqueId: String? = nil, latencyMs: Int? = nil, attemptedAt: Date? = nil) {
         self.seq = seq; self.status = status; self.httpStatus = httpStatus; self.reason = reason
         self.responseApnsId = responseApnsId; self.retryAt = retryAt; self.invalidatedAt = invalidatedAt
-        self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs
+        self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs; self.attemptedAt = attemptedAt
     }
 }
 
 extension RunState {
-    /// Takes up to `limit` sendable recipients in audience order and commits them as `inflight`
-    /// (attempt counted) before returning: what leaves the process is always on disk first.
-    /// `inflight` rows left by a crashed run are taken again (outcome unknown: resent with the same apns-id).
+    /// Takes up to `limit` sendable recipients in audience order and commits the claim before
+    /// returning: what leaves the process is always on disk first. Pending recipients are claimed
+    /// by moving the run's high-water mark (`claimed_through`) past them, one number per claim;
+    /// due `retry` recipients, out of audience order, are marked `inflight` one by one. Either way
+    /// a claimed recipient is in flight until its answer is recorded, and after a crash
+    /// `recoverInflight` finds it (outcome unknown: resent with the same apns-id). No attempt is
+    /// counted here: `record` counts it with the answer.
     public func claim(limit: Int, maxAttempts: Int = Int.max, now: Date = Date()) throws(StateError) -> [ClaimedRecipient] {
         try write { db in try claim(db, limit: limit, maxAttempts: maxAttempts, now: now) }
     }
 
-    /// `includeInflight: false` is for a sender that has its own inflight recipients on the wire.
-    func claim(_ db: Database, limit: Int, maxAttempts: Int, now: Date, includeInflight: Bool = true) throws -> [ClaimedRecipient] {
+    func claim(_ db: Database, limit: Int, maxAttempts: Int, now: Date) throws -> [ClaimedRecipient] {
         do {
-            // One indexed range scan per status (recipient_status is (status, seq)): an OR across
-            // statuses would scan every sent row on every claim, quadratic in the audience.
+            // One indexed range scan per status (recipient_status is (run, status, seq)): an OR
+            // across statuses would scan every sent row on every claim, quadratic in the audience.
             // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
             // column name cost more than the UPDATE itself, once per recipient per attempt.
-            let stamp = Timestamp.iso(now)
-            let update = try RawStatement(db, sql: """
-                UPDATE recipient SET status = 'inflight', attempts = attempts + 1, run_attempts = run_attempts + 1,
-                    first_attempt_at = COALESCE(first_attempt_at, ?1), last_attempt_at = ?1 WHERE seq = ?2
-                """)
-            update.bind(1, stamp)
+            let mark = try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [id]) ?? 0
             var out: [ClaimedRecipient] = []
             out.reserveCapacity(limit)
-            for (status, extra) in [("inflight", ""), ("pending", ""), ("retry", " AND r.retry_at <= ?5")]
-                where out.count < limit && (includeInflight || status != "inflight") {
-                let select = try RawStatement(db, sql: """
+            var pendingThrough: Int64?
+            for (status, extra) in [("pending", " AND r.seq > ?5"), ("retry", " AND r.retry_at <= ?5")] where out.count < limit {
+                let select = try RawStatement(cached: db, sql: """
                     SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
                     FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
                     WHERE r.run = ?1 AND r.status = ?2 AND r.run_attempts < ?3\(extra) ORDER BY r.seq LIMIT ?4
@@ -74,7 +81,8 @@ extension RunState {
                 select.bind(2, status)
                 select.bind(3, maxAttempts)
                 select.bind(4, limit - out.count)
-                if !extra.isEmpty { select.bind(5, now.timeIntervalSince1970 as Double?) }
+                if status == "pending" { select.bind(5, mark) } else { select.bind(5, now.timeIntervalSince1970 as Double?) }
+                let first = out.count
                 try select.forEachRow { r in
                     var headers: RecipientHeaders?
                     if !r.isNull(5) {
@@ -82,13 +90,21 @@ extension RunState {
                         headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
                     }
                     out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)), payload: r.byteArray(2),
-                                                apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers))
+                                                apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now))
+                }
+                if status == "pending", out.count > first { pendingThrough = out.last?.seq }
+                if status == "retry" {
+                    // Marked after reading: the SELECT's index is the one the UPDATE changes.
+                    let update = try RawStatement(cached: db, sql: "UPDATE recipient SET status = 'inflight' WHERE seq = ?1")
+                    for c in out[first...] {
+                        update.bind(1, c.seq)
+                        try update.execute()
+                    }
                 }
             }
-            // Marked after reading: the SELECT's index is the one the UPDATE changes.
-            for c in out {
-                update.bind(2, c.seq)
-                try update.execute()
+            if !out.isEmpty {
+                try db.execute(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?",
+                               arguments: [pendingThrough ?? mark, Timestamp.iso(now), id])
             }
             return out
         }
@@ -107,19 +123,24 @@ extension RunState {
         try write { db in try db.execute(sql: "UPDATE recipient SET run_attempts = 0 WHERE run = ? AND run_attempts != 0", arguments: [id]) }
     }
 
-    /// Commits a batch of answers in one transaction.
+    /// Commits a batch of answers in one transaction, each counted as one attempt (at its claim's time).
     public func record(_ outcomes: [AttemptOutcome]) throws(StateError) {
         try write { db in try record(db, outcomes) }
     }
 
-    func record(_ db: Database, _ outcomes: [AttemptOutcome]) throws {
+    func record(_ db: Database, _ outcomes: [AttemptOutcome], now: Date = Date()) throws {
         do {
-            let update = try RawStatement(db, sql: """
-                UPDATE recipient SET status = ?, http_status = ?, reason = ?, response_apns_id = COALESCE(?, response_apns_id),
-                    retry_at = ?, invalidated_at = COALESCE(?, invalidated_at), apns_unique_id = COALESCE(?, apns_unique_id),
-                    latency_ms = COALESCE(?, latency_ms) WHERE seq = ?
+            let update = try RawStatement(cached: db, sql: """
+                UPDATE recipient SET status = ?1, http_status = ?2, reason = ?3, response_apns_id = COALESCE(?4, response_apns_id),
+                    retry_at = ?5, invalidated_at = COALESCE(?6, invalidated_at), apns_unique_id = COALESCE(?7, apns_unique_id),
+                    latency_ms = COALESCE(?8, latency_ms), attempts = attempts + 1, run_attempts = run_attempts + 1,
+                    first_attempt_at = COALESCE(first_attempt_at, ?10), last_attempt_at = ?10 WHERE seq = ?9
                 """)
+            // A batch's answers share a few claim times: each is formatted once.
+            var stamped: (at: Date, text: String)?
             for o in outcomes {
+                let at = o.attemptedAt ?? now
+                if stamped?.at != at { stamped = (at, Timestamp.iso(at)) }
                 update.bind(1, o.status.rawValue)
                 update.bind(2, o.httpStatus)
                 update.bind(3, o.reason)
@@ -129,18 +150,21 @@ extension RunState {
                 update.bind(7, o.apnsUniqueId)
                 update.bind(8, o.latencyMs)
                 update.bind(9, o.seq)
+                update.bind(10, stamped?.text)
                 try update.execute()
             }
         }
     }
 
-    /// Puts recipients back to `pending` without counting the attempt against them: used when the
-    /// campaign aborts because of our configuration (bad key, topic), not their token.
+    /// Puts claimed recipients back to `pending`, no attempt counted: used when the campaign
+    /// aborts because of our configuration (bad key, topic), not their token.
     public func release(_ recipients: [Int64]) throws(StateError) {
-        try write { db in
-            let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE seq = ?")
-            for seq in recipients { try update.execute(arguments: [seq]) }
-        }
+        try write { db in try release(db, recipients) }
+    }
+
+    func release(_ db: Database, _ recipients: [Int64]) throws {
+        let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending' WHERE seq = ? AND status = 'inflight'")
+        for seq in recipients { try update.execute(arguments: [seq]) }
     }
 
     /// Retryable recipients that have been trying longer than `giveUpAfter` seconds become failed
@@ -157,11 +181,20 @@ extension RunState {
     }
 
     /// Recipients by stored status.
+    /// Pending recipients at or below the claim mark are in flight (claimed, not yet answered).
     public func statusCounts() throws(StateError) -> [StoredStatus: Int] {
         try read { db in
             var out: [StoredStatus: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM recipient WHERE run = ? GROUP BY status", arguments: [id]) {
                 if let s = StoredStatus(rawValue: row["status"]) { out[s] = row["n"] }
+            }
+            let claimed = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status = 'pending' AND seq <= (SELECT claimed_through FROM run WHERE id = ?1)
+                """, arguments: [id]) ?? 0
+            if claimed > 0 {
+                out[.pending] = (out[.pending] ?? 0) - claimed
+                if out[.pending] == 0 { out[.pending] = nil }
+                out[.inflight, default: 0] += claimed
             }
             return out
         }

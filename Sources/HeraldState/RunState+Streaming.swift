@@ -5,29 +5,44 @@ import HeraldCore
 extension RunState {
     /// The streaming sender's one checkpoint: records answers, puts recipients back to pending,
     /// ends this run's retries for recipients past `retry.max_elapsed`, and claims the next
-    /// recipients (committed as `inflight` before they are returned), all in one transaction.
+    /// recipients (the claim committed before they are returned), all in one transaction.
     /// With `synchronous=FULL` each commit is an fsync, so one commit per turn instead of two
     /// halves the sender's disk waits.
     public func commit(_ outcomes: [AttemptOutcome], release: [Int64] = [], exhaust: [Int64] = [], maxAttempts: Int,
                        claim limit: Int, now: Date = Date()) throws(StateError) -> [ClaimedRecipient] {
         try write { db in
-            if !outcomes.isEmpty { try record(db, outcomes) }
-            if !release.isEmpty {
-                let update = try db.cachedStatement(sql: "UPDATE recipient SET status = 'pending', attempts = MAX(attempts - 1, 0), run_attempts = MAX(run_attempts - 1, 0) WHERE seq = ?")
-                for seq in release { try update.execute(arguments: [seq]) }
-            }
+            if !outcomes.isEmpty { try record(db, outcomes, now: now) }
+            if !release.isEmpty { try self.release(db, release) }
             if !exhaust.isEmpty {
                 // Still `retry` (the next run sends it), but no more attempts in this one.
                 let update = try db.cachedStatement(sql: "UPDATE recipient SET run_attempts = MAX(run_attempts, ?) WHERE seq = ?")
                 for seq in exhaust { try update.execute(arguments: [maxAttempts, seq]) }
             }
-            return limit > 0 ? try claim(db, limit: limit, maxAttempts: maxAttempts, now: now, includeInflight: false) : []
+            return limit > 0 ? try claim(db, limit: limit, maxAttempts: maxAttempts, now: now) : []
         }
     }
 
-    /// Recipients a crashed run left `inflight` (outcome unknown) become `pending` again, keeping
-    /// their apns-id, before the streaming sender starts: it then never confuses them with its own.
-    public func recoverInflight() throws(StateError) {
-        try write { db in try db.execute(sql: "UPDATE recipient SET status = 'pending' WHERE run = ? AND status = 'inflight'", arguments: [id]) }
+    /// Before the streaming sender starts: the recipients a crashed (or killed) invocation had
+    /// claimed and not recorded (pending at or below the claim mark, or retries marked
+    /// `inflight`) have an unknown outcome. They count one attempt (at the last claim's time),
+    /// become plain `pending` with their apns-id, and are sent again; the mark starts over.
+    public func recoverInflight(now: Date = Date()) throws(StateError) {
+        try write { db in
+            let claimedAt = try String.fetchOne(db, sql: "SELECT claimed_at FROM run WHERE id = ?", arguments: [id]) ?? Timestamp.iso(now)
+            let attempt = "attempts = attempts + 1, first_attempt_at = COALESCE(first_attempt_at, ?2), last_attempt_at = ?2"
+            try db.execute(sql: """
+                UPDATE recipient SET \(attempt)
+                WHERE run = ?1 AND status = 'pending' AND seq <= (SELECT claimed_through FROM run WHERE id = ?1)
+                """, arguments: [id, claimedAt])
+            try db.execute(sql: "UPDATE recipient SET status = 'pending', \(attempt) WHERE run = ?1 AND status = 'inflight'",
+                           arguments: [id, claimedAt])
+            try db.execute(sql: "UPDATE run SET claimed_through = 0 WHERE id = ?", arguments: [id])
+        }
+    }
+
+    /// The streaming sender has recorded or released everything it claimed: nothing is in flight,
+    /// and recipients it put back (a stop, the deadline) are plain pending, no attempt counted.
+    public func endClaims() throws(StateError) {
+        try write { db in try db.execute(sql: "UPDATE run SET claimed_through = 0 WHERE id = ?", arguments: [id]) }
     }
 }

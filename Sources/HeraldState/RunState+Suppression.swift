@@ -27,7 +27,8 @@ extension RunState {
         try read { db in
             try Row.fetchAll(db, sql: """
                 SELECT r.seq, r.token, a.registered_at FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
-                WHERE r.run = ? AND r.seq > ? AND r.status = 'pending' AND r.attempts = 0 ORDER BY r.seq LIMIT ?
+                WHERE r.run = ?1 AND r.seq > MAX(?2, (SELECT claimed_through FROM run WHERE id = ?1)) AND r.status = 'pending'
+                    AND r.attempts = 0 ORDER BY r.seq LIMIT ?3
                 """, arguments: [id, seq, limit]).map {
                 SuppressionCandidate(seq: $0["seq"], token: $0["token"], registeredAt: $0["registered_at"])
             }
@@ -36,15 +37,17 @@ extension RunState {
 
     /// Marks recipients `suppressed` (reason `suppression_list`, with the 410 timestamp that put the
     /// token on the list), in one transaction, before anything is sent. Only never-attempted
-    /// pending recipients change, so applying a page twice after a crash is harmless.
+    /// pending recipients that are not in flight (above the claim mark) change, so applying a page
+    /// twice after a crash is harmless.
     public func suppress(_ hits: [(seq: Int64, invalidatedAt: Int64)]) throws(StateError) {
         guard !hits.isEmpty else { return }
         try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = 'suppressed', reason = 'suppression_list', invalidated_at = ?
-                WHERE seq = ? AND status = 'pending' AND attempts = 0
+                WHERE seq = ? AND status = 'pending' AND attempts = 0 AND seq > ?
                 """)
-            for h in hits { try update.execute(arguments: [h.invalidatedAt, h.seq]) }
+            let mark = try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [id]) ?? 0
+            for h in hits { try update.execute(arguments: [h.invalidatedAt, h.seq, mark]) }
         }
     }
 

@@ -2,25 +2,19 @@ import Foundation
 import GRDB
 
 /// What the throttle (`SendGate` in HeraldPipeline) does to recipients it claimed but does not
-/// send. None of these counts as an attempt: the claim's attempt is taken back, and a recipient
-/// never attempted loses the attempt times the claim stamped (so `retry.give_up_after`, which
-/// counts from the first attempt, does not start for a push that never left).
+/// send. None of these counts as an attempt (a claim counts none; `record` counts the answer's),
+/// so `retry.give_up_after`, which counts from the first attempt, does not start for a push that
+/// never left.
 extension RunState {
     /// The reason recorded for a recipient held back by the silent-push budget.
     public static let silentBudgetReason = "silent_budget"
-
-    private static let untakeAttempt = """
-        attempts = MAX(attempts - 1, 0),
-        first_attempt_at = CASE WHEN attempts <= 1 THEN NULL ELSE first_attempt_at END,
-        last_attempt_at = CASE WHEN attempts <= 1 THEN NULL ELSE last_attempt_at END
-        """
 
     /// `throttle.silent_over_budget: skip`: final status `throttled`, reason `silent_budget`.
     public func markThrottled(_ recipients: [Int64]) throws(StateError) {
         try write { db in
             let update = try db.cachedStatement(sql: """
-                UPDATE recipient SET status = 'throttled', http_status = NULL, reason = '\(Self.silentBudgetReason)', retry_at = NULL,
-                    \(Self.untakeAttempt) WHERE seq = ?
+                UPDATE recipient SET status = 'throttled', http_status = NULL, reason = '\(Self.silentBudgetReason)', retry_at = NULL
+                WHERE seq = ?
                 """)
             for seq in recipients { try update.execute(arguments: [seq]) }
         }
@@ -35,7 +29,7 @@ extension RunState {
         try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = 'retry', http_status = NULL, reason = '\(Self.silentBudgetReason)', retry_at = ?,
-                    run_attempts = ?, \(Self.untakeAttempt) WHERE seq = ?
+                    run_attempts = ? WHERE seq = ?
                 """)
             for r in recipients { try update.execute(arguments: [r.until.timeIntervalSince1970, runAttemptLimit, r.seq]) }
         }
@@ -68,11 +62,11 @@ extension RunState {
     }
 
     /// Claimed recipients that will not be sent in this run after all (`throttle.deadline`, or a
-    /// stop while waiting for the rate): back to `pending`, the claim's attempt taken back.
+    /// stop while waiting for the rate): back to `pending` (a claimed retry was marked `inflight`).
     public func unclaim(_ recipients: [Int64]) throws(StateError) {
         try write { db in
             let update = try db.cachedStatement(sql: """
-                UPDATE recipient SET status = 'pending', run_attempts = MAX(run_attempts - 1, 0), \(Self.untakeAttempt) WHERE seq = ?
+                UPDATE recipient SET status = 'pending' WHERE seq = ? AND status = 'inflight'
                 """)
             for seq in recipients { try update.execute(arguments: [seq]) }
         }

@@ -154,6 +154,21 @@ enum StateSchema {
                 ALTER TABLE run ADD COLUMN suppression_checked INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        // Claiming by high-water mark (`claimed_through`): the streaming sender claims pending
+        // recipients in audience order, so "claimed and not yet answered" is "pending, with a seq at
+        // or below the mark". One number per claim is committed instead of one `inflight` UPDATE per
+        // recipient, which moved the row in the status index and, with the answer's UPDATE, was
+        // about half the state file's cost of a send. An attempt is now counted when its answer is
+        // recorded, or when a crash left its outcome unknown (`recoverInflight`). Rows a version-3
+        // run left `inflight` had their attempt counted when claimed: they become pending, as that
+        // version's resume did.
+        m.registerMigration("4-claim-watermark") { db in
+            try db.execute(sql: """
+                ALTER TABLE run ADD COLUMN claimed_through INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE run ADD COLUMN claimed_at TEXT;
+                UPDATE recipient SET status = 'pending' WHERE status = 'inflight';
+                """)
+        }
         return m
     }
 }

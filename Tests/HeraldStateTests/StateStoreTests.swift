@@ -142,10 +142,15 @@ import Testing
         // A second process (a crash-resumed run) sees them inflight, on disk.
         let other = try StateStore(path: path)
         #expect(try other.run(run).statusCounts() == [.inflight: 3, .pending: 2])
+        // In flight: not claimed again until recovered (this claim takes 4 and 5, in flight too).
+        #expect(try other.run(run).claim(limit: 10).map(\.token) == [token(4), token(5)])
+        #expect(try other.run(run).statusCounts() == [.inflight: 5])
         try other.run(run).resetRunAttempts()
+        try other.run(run).recoverInflight()
+        #expect(try other.run(run).statusCounts() == [.pending: 5], "recovered: outcome unknown, to be sent again")
         let again = try other.run(run).claim(limit: 10)
-        #expect(again.count == 5, "inflight rows (outcome unknown) are claimed again with pending ones")
-        #expect(again.first { $0.token == token(1) }?.attempts == 2)
+        #expect(again.map(\.token) == (1...5).map { token($0) }, "inflight rows (outcome unknown) are claimed again")
+        #expect(again.allSatisfy { $0.attempts == 2 }, "the unknown attempt counts")
         #expect(again.first { $0.token == token(1) }?.apnsId == first[0].apnsId, "same apns-id on every attempt")
     }
 
@@ -165,6 +170,9 @@ import Testing
             AttemptOutcome(seq: c[2].seq, status: .retry, httpStatus: 503, reason: "ServiceUnavailable", retryAt: later),
         ])
         try s.run(run).release([c[3].seq])
+        // Put back while the sender stops: claimable again once it has ended its claims.
+        #expect(try s.run(run).claim(limit: 10, maxAttempts: 2).isEmpty)
+        try s.run(run).endClaims()
         #expect(try s.run(run).statusCounts() == [.sent: 1, .failed: 1, .retry: 1, .pending: 1])
         #expect(try s.run(run).claim(limit: 10, maxAttempts: 2).map(\.token) == [token(4)], "retry waits for its time")
         #expect(try s.run(run).nextRetryTime(maxAttempts: 2).map { abs($0.timeIntervalSince(later)) < 1 } == true)
@@ -172,7 +180,10 @@ import Testing
         var rows: [String: DeliveryRow] = [:]
         try s.run(run).forEachDelivery { rows[$0.token] = $0 }
         #expect(rows[token(2).hex]?.invalidatedAt == 1_700_000_000_000)
-        #expect(rows[token(4).hex]?.attempts == 1, "a released recipient's attempt is not held against it")
+        #expect(rows[token(4).hex]?.attempts == 0, "a claim counts no attempt, and a released recipient none either")
+        #expect(rows[token(4).hex]?.firstAttemptAt == nil)
+        #expect(rows[token(1).hex]?.attempts == 1 && rows[token(3).hex]?.attempts == 1, "each recorded answer is one attempt")
+        #expect(rows[token(1).hex]?.firstAttemptAt != nil && rows[token(1).hex]?.firstAttemptAt == rows[token(1).hex]?.lastAttemptAt)
         #expect(rows[token(1).hex]?.status.reportStatus == .sent)
         #expect(rows[token(3).hex]?.status.reportStatus == .pending)
     }
@@ -297,6 +308,61 @@ import Testing
         #expect(try s.run(run).statusCounts() == [.sent: 1])
         #expect(try s.run(run).invalidRowCount() == 1)
         #expect(try StateStore(path: path, readOnly: true).runs().count == 1)
+    }
+
+    @Test func inflightRowsOfAVersionThreeFileArePendingAfterTheUpgrade() throws {
+        let path = dir.file("v3.sqlite")
+        do {
+            let db = try DatabaseQueue(path: path)
+            try StateSchema.migrator.migrate(db, upTo: "3-report-columns")
+            try db.write { db in
+                try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at, ingest_complete) VALUES ('r1', 'v3', '2026-01-01T00:00:00.000Z', 1)")
+                for (i, status) in ["sent", "inflight", "pending"].enumerated() {
+                    try db.execute(sql: """
+                        INSERT INTO recipient (run, token, file, line, apns_id, status, attempts, first_attempt_at)
+                        VALUES (1, ?, 'a.csv', ?, ?, ?, ?, ?)
+                        """, arguments: [token(i + 1).hex, i + 2, "id\(i)", status, status == "pending" ? 0 : 1,
+                                         status == "pending" ? nil : "2026-01-01T00:00:01.000Z"])
+                }
+            }
+        }
+        let s = try StateStore(path: path)
+        let run = s.run(try #require(try s.runs().last))
+        // Version 3 counted the attempt when it claimed: the row is pending with it, as its resume made it.
+        #expect(try run.statusCounts() == [.sent: 1, .pending: 2])
+        try run.recoverInflight()
+        let claimed = try run.claim(limit: 10)
+        #expect(claimed.map(\.token) == [token(2), token(3)])
+        #expect(claimed.map(\.attempts) == [2, 1], "the version-3 claim's attempt was counted once, not again")
+    }
+
+    @Test func anAttemptCountsWhenRecordedAtItsClaimTimeAndARetryInFlightIsRecovered() throws {
+        let path = dir.file("c.sqlite")
+        let s = try StateStore(path: path)
+        let info = try s.openRun(campaign: CampaignName("c"))
+        let r = s.run(info)
+        try r.ingest(batch([1, 2]))
+        try r.markIngestComplete()
+        let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+        let c = try r.claim(limit: 2, now: t0)
+        #expect(c.allSatisfy { $0.claimedAt == t0 && $0.attempts == 1 })
+        // Answered later; the attempt is stamped with its claim's time.
+        try r.record([AttemptOutcome(seq: c[0].seq, status: .retry, httpStatus: 503, reason: "ServiceUnavailable", retryAt: t0,
+                                     attemptedAt: c[0].claimedAt),
+                      AttemptOutcome(seq: c[1].seq, status: .sent, httpStatus: 200, attemptedAt: c[1].claimedAt)])
+        let t1 = t0.addingTimeInterval(60)
+        let retry = try r.claim(limit: 10, now: t1)
+        #expect(retry.map(\.token) == [token(1)] && retry[0].attempts == 2, "a due retry is claimed again")
+        #expect(try r.claim(limit: 10, now: t1).isEmpty, "a claimed retry is in flight: not claimed twice")
+        #expect(try r.statusCounts() == [.inflight: 1, .sent: 1])
+        // The process dies; the next one recovers the retry's unknown attempt at its claim's time.
+        let other = try StateStore(path: path).run(info)
+        try other.recoverInflight(now: t1.addingTimeInterval(3_600))
+        var rows: [String: DeliveryRow] = [:]
+        try other.forEachDelivery { rows[$0.token] = $0 }
+        #expect(rows[token(1).hex]?.status == .pending && rows[token(1).hex]?.attempts == 2)
+        #expect(rows[token(1).hex]?.firstAttemptAt == Timestamp.iso(t0) && rows[token(1).hex]?.lastAttemptAt == Timestamp.iso(t1))
+        #expect(rows[token(2).hex]?.attempts == 1 && rows[token(2).hex]?.lastAttemptAt == Timestamp.iso(t0))
     }
 
     @Test func aRecipientRetryingLongerThanGiveUpAfterFailsWithGaveUp() throws {
