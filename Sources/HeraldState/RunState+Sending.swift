@@ -157,7 +157,9 @@ extension RunState {
     }
 
     /// Puts claimed recipients back to `pending`, no attempt counted: used when the campaign
-    /// aborts because of our configuration (bad key, topic), not their token.
+    /// aborts because of our configuration (bad key, topic), not their token. A pending one stays
+    /// below the claim mark, so it is claimable again only after `endClaims` (the send loop's end)
+    /// or in the next run: every release happens while the loop is stopping.
     public func release(_ recipients: [Int64]) throws(StateError) {
         try write { db in try release(db, recipients) }
     }

@@ -62,7 +62,8 @@ extension RunState {
     }
 
     /// Claimed recipients that will not be sent in this run after all (`throttle.deadline`, or a
-    /// stop while waiting for the rate): back to `pending` (a claimed retry was marked `inflight`).
+    /// stop while waiting for the rate): back to `pending` (a claimed retry was marked `inflight`),
+    /// claimable again after `endClaims`, as `release` says.
     public func unclaim(_ recipients: [Int64]) throws(StateError) {
         try write { db in
             let update = try db.cachedStatement(sql: """

@@ -291,16 +291,21 @@ import Testing
         #expect(try r.claim(limit: 10).map(\.token) == [token(4), token(5)])
     }
 
+    /// A state file migrated only up to `migration` and filled by `fill`: what an older herald left.
+    /// The connection is closed when this returns, before the file is opened as a `StateStore`.
+    func olderStateFile(_ name: String, upTo migration: String, _ fill: (Database) throws -> Void) throws -> String {
+        let path = dir.file(name)
+        let db = try DatabaseQueue(path: path)
+        try StateSchema.migrator.migrate(db, upTo: migration)
+        try db.write { try fill($0) }
+        return path
+    }
+
     @Test func aVersionOneStateFileIsUpgradedInPlace() throws {
-        let path = dir.file("old.sqlite")
-        do {
-            let db = try DatabaseQueue(path: path)
-            try StateSchema.migrator.migrate(db, upTo: "1-initial")
-            try db.write { db in
-                try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at) VALUES ('r1', 'old', '2026-01-01T00:00:00.000Z')")
-                try db.execute(sql: "INSERT INTO recipient (token, file, line, payload, apns_id, status) VALUES ('ab', 'a.csv', 2, x'7b7d', 'id1', 'sent')")
-                try db.execute(sql: "INSERT INTO invalid_row (file, line, reason, token_field, detail) VALUES ('a.csv', 3, 'invalid_token', 'token', 'x')")
-            }
+        let path = try olderStateFile("old.sqlite", upTo: "1-initial") { db in
+            try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at) VALUES ('r1', 'old', '2026-01-01T00:00:00.000Z')")
+            try db.execute(sql: "INSERT INTO recipient (token, file, line, payload, apns_id, status) VALUES ('ab', 'a.csv', 2, x'7b7d', 'id1', 'sent')")
+            try db.execute(sql: "INSERT INTO invalid_row (file, line, reason, token_field, detail) VALUES ('a.csv', 3, 'invalid_token', 'token', 'x')")
         }
         let s = try StateStore(path: path)
         let run = try #require(try s.runs().last)
@@ -311,19 +316,14 @@ import Testing
     }
 
     @Test func inflightRowsOfAVersionThreeFileArePendingAfterTheUpgrade() throws {
-        let path = dir.file("v3.sqlite")
-        do {
-            let db = try DatabaseQueue(path: path)
-            try StateSchema.migrator.migrate(db, upTo: "3-report-columns")
-            try db.write { db in
-                try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at, ingest_complete) VALUES ('r1', 'v3', '2026-01-01T00:00:00.000Z', 1)")
-                for (i, status) in ["sent", "inflight", "pending"].enumerated() {
-                    try db.execute(sql: """
-                        INSERT INTO recipient (run, token, file, line, apns_id, status, attempts, first_attempt_at)
-                        VALUES (1, ?, 'a.csv', ?, ?, ?, ?, ?)
-                        """, arguments: [token(i + 1).hex, i + 2, "id\(i)", status, status == "pending" ? 0 : 1,
-                                         status == "pending" ? nil : "2026-01-01T00:00:01.000Z"])
-                }
+        let path = try olderStateFile("v3.sqlite", upTo: "3-report-columns") { db in
+            try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at, ingest_complete) VALUES ('r1', 'v3', '2026-01-01T00:00:00.000Z', 1)")
+            for (i, status) in ["sent", "inflight", "pending"].enumerated() {
+                try db.execute(sql: """
+                    INSERT INTO recipient (run, token, file, line, apns_id, status, attempts, first_attempt_at)
+                    VALUES (1, ?, 'a.csv', ?, ?, ?, ?, ?)
+                    """, arguments: [token(i + 1).hex, i + 2, "id\(i)", status, status == "pending" ? 0 : 1,
+                                     status == "pending" ? nil : "2026-01-01T00:00:01.000Z"])
             }
         }
         let s = try StateStore(path: path)
