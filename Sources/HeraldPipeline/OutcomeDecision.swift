@@ -26,16 +26,19 @@ enum OutcomeDecision {
 
         /// For the reports: this attempt's latency and the answer's apns-unique-id, whatever the outcome.
         func annotated(with r: PushResult) -> Verdict {
-            func note(_ o: AttemptOutcome) -> AttemptOutcome {
-                var o = o
+            changingOutcome { o in
                 if case .answered = r.outcome { o.latencyMs = r.latencyMs }
                 o.apnsUniqueId = r.apnsUniqueId
-                return o
             }
+        }
+
+        /// The same verdict with `change` applied to the outcome it records (an abort records none).
+        func changingOutcome(_ change: (inout AttemptOutcome) -> Void) -> Verdict {
+            func changed(_ o: AttemptOutcome) -> AttemptOutcome { var o = o; change(&o); return o }
             switch self {
-            case .sent(let o): return .sent(note(o))
-            case .failed(let o, let reason): return .failed(note(o), reason: reason)
-            case .retry(let o, let delay): return .retry(note(o), delay: delay)
+            case .sent(let o): return .sent(changed(o))
+            case .failed(let o, let reason): return .failed(changed(o), reason: reason)
+            case .retry(let o, let delay): return .retry(changed(o), delay: delay)
             case .abort: return self
             }
         }
@@ -60,12 +63,7 @@ enum OutcomeDecision {
     /// The verdict for one answer; its outcome carries the claim's time, the attempt's.
     static func decide(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date = Date(),
                        backoff: RetryBackoff = .recipient, tooManyRequests: RetryBackoff = .tooManyRequests) -> Verdict {
-        switch verdict(outcome, for: c, now: now, backoff: backoff, tooManyRequests: tooManyRequests) {
-        case .sent(var o): o.attemptedAt = c.claimedAt; return .sent(o)
-        case .failed(var o, let reason): o.attemptedAt = c.claimedAt; return .failed(o, reason: reason)
-        case .retry(var o, let delay): o.attemptedAt = c.claimedAt; return .retry(o, delay: delay)
-        case .abort(let a): return .abort(a)
-        }
+        verdict(outcome, for: c, now: now, backoff: backoff, tooManyRequests: tooManyRequests).changingOutcome { $0.attemptedAt = c.claimedAt }
     }
 
     private static func verdict(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date,

@@ -115,7 +115,7 @@ final class SendGate {
                 deadlineReached = true
                 a.unclaimed = candidates[fits...].map(\.seq)
                 candidates = Array(candidates[..<fits])
-                try commit { () throws(StateError) in try state.unclaim(a.unclaimed) }
+                try commit { () throws(StateError) in try state.release(a.unclaimed) }
             }
         }
 
@@ -151,7 +151,7 @@ final class SendGate {
                 if isStopping() {
                     a.unclaimed += candidates.map(\.seq)
                     let back = candidates.map(\.seq)
-                    try commit { () throws(StateError) in try state.unclaim(back) }
+                    try commit { () throws(StateError) in try state.release(back) }
                     return a
                 }
                 let slice = min(wait, 0.2)

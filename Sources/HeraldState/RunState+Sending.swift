@@ -62,52 +62,62 @@ extension RunState {
     }
 
     func claim(_ db: Database, limit: Int, maxAttempts: Int, now: Date) throws -> [ClaimedRecipient] {
-        do {
-            // One indexed range scan per status (recipient_status is (run, status, seq)): an OR
-            // across statuses would scan every sent row on every claim, quadratic in the audience.
-            // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
-            // column name cost more than the UPDATE itself, once per recipient per attempt.
-            let mark = try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [id]) ?? 0
-            var out: [ClaimedRecipient] = []
-            out.reserveCapacity(limit)
-            var pendingThrough: Int64?
-            for (status, extra) in [("pending", " AND r.seq > ?5"), ("retry", " AND r.retry_at <= ?5")] where out.count < limit {
-                let select = try RawStatement(cached: db, sql: """
-                    SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
-                    FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
-                    WHERE r.run = ?1 AND r.status = ?2 AND r.run_attempts < ?3\(extra) ORDER BY r.seq LIMIT ?4
-                    """)
-                select.bind(1, id)
-                select.bind(2, status)
-                select.bind(3, maxAttempts)
-                select.bind(4, limit - out.count)
-                if status == "pending" { select.bind(5, mark) } else { select.bind(5, now.timeIntervalSince1970 as Double?) }
-                let first = out.count
-                try select.forEachRow { r in
-                    var headers: RecipientHeaders?
-                    if !r.isNull(5) {
-                        let expiration = r.optionalString(7).flatMap { ExpirationSpec(storageText: $0) } ?? .unset
-                        headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
-                    }
-                    out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)), payload: r.byteArray(2),
-                                                apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now))
+        // One indexed range scan per status (recipient_status is (run, status, seq)): an OR
+        // across statuses would scan every sent row on every claim, quadratic in the audience.
+        // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
+        // column name cost more than the UPDATE itself, once per recipient per attempt.
+        let mark = try Self.claimMark(db, run: id)
+        var out: [ClaimedRecipient] = []
+        out.reserveCapacity(limit)
+        /// Appends up to what `limit` leaves of `status`'s recipients that meet `condition` (on `?5`,
+        /// bound by `bindCondition`), in audience order; returns where they are in `out`.
+        func take(_ status: String, _ condition: String, _ bindCondition: (RawStatement) -> Void) throws -> Range<Int> {
+            let first = out.count
+            guard first < limit else { return first..<first }
+            let select = try RawStatement(cached: db, sql: """
+                SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
+                FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
+                WHERE r.run = ?1 AND r.status = ?2 AND r.run_attempts < ?3 AND \(condition) ORDER BY r.seq LIMIT ?4
+                """)
+            select.bind(1, id)
+            select.bind(2, status)
+            select.bind(3, maxAttempts)
+            select.bind(4, limit - first)
+            bindCondition(select)
+            try select.forEachRow { r in
+                var headers: RecipientHeaders?
+                if !r.isNull(5) {
+                    let expiration = r.optionalString(7).flatMap { ExpirationSpec(storageText: $0) } ?? .unset
+                    headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
                 }
-                if status == "pending", out.count > first { pendingThrough = out.last?.seq }
-                if status == "retry" {
-                    // Marked after reading: the SELECT's index is the one the UPDATE changes.
-                    let update = try RawStatement(cached: db, sql: "UPDATE recipient SET status = 'inflight' WHERE seq = ?1")
-                    for c in out[first...] {
-                        update.bind(1, c.seq)
-                        try update.execute()
-                    }
-                }
+                out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)), payload: r.byteArray(2),
+                                            apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now))
             }
-            if !out.isEmpty {
-                try db.execute(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?",
-                               arguments: [pendingThrough ?? mark, Timestamp.iso(now), id])
-            }
-            return out
+            return first..<out.count
         }
+        let pending = try take("pending", "r.seq > ?5") { $0.bind(5, mark) }
+        let retries = try take("retry", "r.retry_at <= ?5") { $0.bind(5, now.timeIntervalSince1970 as Double?) }
+        // Marked after reading: the SELECT's index is the one the UPDATE changes.
+        let update = try RawStatement(cached: db, sql: "UPDATE recipient SET status = 'inflight' WHERE seq = ?1")
+        for c in out[retries] {
+            update.bind(1, c.seq)
+            try update.execute()
+        }
+        if !out.isEmpty {
+            try db.execute(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?",
+                           arguments: [pending.isEmpty ? mark : out[pending.last!].seq, Timestamp.iso(now), id])
+        }
+        return out
+    }
+
+    /// The run's claim mark: pending recipients at or below it are claimed (in flight).
+    static func claimMark(_ db: Database, run: Int64) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [run]) ?? 0
+    }
+
+    /// Nothing is claimed any more: the mark starts over.
+    static func resetClaimMark(_ db: Database, run: Int64) throws {
+        try db.execute(sql: "UPDATE run SET claimed_through = 0 WHERE id = ?", arguments: [run])
     }
 
     /// The earliest time a `retry` recipient with attempts left in this run may go again, if any waits.
@@ -156,8 +166,9 @@ extension RunState {
         }
     }
 
-    /// Puts claimed recipients back to `pending`, no attempt counted: used when the campaign
-    /// aborts because of our configuration (bad key, topic), not their token. A pending one stays
+    /// Puts claimed recipients back to `pending`, no attempt counted: when the campaign aborts
+    /// because of our configuration (bad key, topic), not their token, and for the ones the send
+    /// gate holds back (`throttle.deadline`, or a stop while waiting for the rate). A pending one stays
     /// below the claim mark, so it is claimable again only after `endClaims` (the send loop's end)
     /// or in the next run: every release happens while the loop is stopping.
     public func release(_ recipients: [Int64]) throws(StateError) {

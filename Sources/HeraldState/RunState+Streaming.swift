@@ -36,13 +36,13 @@ extension RunState {
                 """, arguments: [id, claimedAt])
             try db.execute(sql: "UPDATE recipient SET status = 'pending', \(attempt) WHERE run = ?1 AND status = 'inflight'",
                            arguments: [id, claimedAt])
-            try db.execute(sql: "UPDATE run SET claimed_through = 0 WHERE id = ?", arguments: [id])
+            try Self.resetClaimMark(db, run: id)
         }
     }
 
     /// The streaming sender has recorded or released everything it claimed: nothing is in flight,
     /// and recipients it put back (a stop, the deadline) are plain pending, no attempt counted.
     public func endClaims() throws(StateError) {
-        try write { db in try db.execute(sql: "UPDATE run SET claimed_through = 0 WHERE id = ?", arguments: [id]) }
+        try write { db in try Self.resetClaimMark(db, run: id) }
     }
 }

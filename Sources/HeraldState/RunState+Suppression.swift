@@ -46,7 +46,7 @@ extension RunState {
                 UPDATE recipient SET status = 'suppressed', reason = 'suppression_list', invalidated_at = ?
                 WHERE seq = ? AND status = 'pending' AND attempts = 0 AND seq > ?
                 """)
-            let mark = try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [id]) ?? 0
+            let mark = try Self.claimMark(db, run: id)
             for h in hits { try update.execute(arguments: [h.invalidatedAt, h.seq, mark]) }
         }
     }

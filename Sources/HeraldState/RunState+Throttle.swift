@@ -60,16 +60,4 @@ extension RunState {
             return (row?["n"] ?? 0, (row?["earliest"] as Double?).map { Date(timeIntervalSince1970: $0) })
         }
     }
-
-    /// Claimed recipients that will not be sent in this run after all (`throttle.deadline`, or a
-    /// stop while waiting for the rate): back to `pending` (a claimed retry was marked `inflight`),
-    /// claimable again after `endClaims`, as `release` says.
-    public func unclaim(_ recipients: [Int64]) throws(StateError) {
-        try write { db in
-            let update = try db.cachedStatement(sql: """
-                UPDATE recipient SET status = 'pending' WHERE seq = ? AND status = 'inflight'
-                """)
-            for seq in recipients { try update.execute(arguments: [seq]) }
-        }
-    }
 }
