@@ -174,16 +174,24 @@ final class ConnectionWorker: @unchecked Sendable {
 
     private func perform(_ c: StreamConnection) {
         var running: Int32 = 0
+        TCPCork.set(c.socket, true)
         _ = curl_multi_perform(c.multi.handle, &running)
+        TCPCork.set(c.socket, false)
         var left: Int32 = 0
         var eventCounted = false
         var connectFailed: String?
+        var socketSeen = false
         while let msg = curl_multi_info_read(c.multi.handle, &left) {
             guard msg.pointee.msg == CURLMSG_DONE, let h = msg.pointee.easy_handle else { continue }
             let code = msg.pointee.data.result
             var priv: UnsafeMutableRawPointer?
             _ = herald_easy_getinfo_ptr(h, CURLINFO_PRIVATE, &priv)
             let slot = slots[Int(bitPattern: priv) - 1]
+            if code == CURLE_OK, !socketSeen {
+                // libcurl may have reconnected (GOAWAY) under the same multi handle: follow it.
+                c.socket = slot.easy.activeSocket
+                socketSeen = true
+            }
             _ = curl_multi_remove_handle(c.multi.handle, h)
             c.active -= 1
             if StreamSlot.isConnectFailure(code), connectFailed == nil, case .transportFailure(let why) = slot.outcome(code: code) {

@@ -98,6 +98,13 @@ final class CurlEasy {
         return code
     }
 
+    /// The socket of the connection the finished request used (-1 when it had none).
+    var activeSocket: Int32 {
+        var fd: curl_socket_t = -1
+        guard herald_easy_getinfo_socket(handle, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK else { return -1 }
+        return fd
+    }
+
     var httpVersion: Int {
         var v = 0
         _ = herald_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &v)

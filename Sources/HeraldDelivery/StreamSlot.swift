@@ -147,6 +147,9 @@ final class StreamSlot {
 final class StreamConnection {
     let multi: CurlMulti
     var active = 0
+    /// Its TCP socket, corked while libcurl writes a turn's requests (`TCPCork`); learnt from
+    /// an answered request, since 7.88 cannot name a multi handle's connection before that.
+    var socket: Int32 = -1
     var jwt: String?
     var jwtAdoptedAt: Date?
 
