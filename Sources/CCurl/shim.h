@@ -10,6 +10,7 @@ static inline CURLcode herald_easy_setopt_ptr(CURL *h, CURLoption o, void *v) { 
 static inline CURLcode herald_easy_setopt_cstr(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode herald_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode herald_easy_setopt_writefn(CURL *h, CURLoption o, size_t (*f)(char *, size_t, size_t, void *)) { return curl_easy_setopt(h, o, f); }
+static inline CURLcode herald_easy_setopt_sockoptfn(CURL *h, CURLoption o, int (*f)(void *, curl_socket_t, curlsocktype)) { return curl_easy_setopt(h, o, f); }
 static inline CURLcode herald_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
 static inline CURLMcode herald_multi_setopt_long(CURLM *h, CURLMoption o, long v) { return curl_multi_setopt(h, o, v); }
 static inline CURLcode herald_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }

@@ -79,6 +79,11 @@ public final class APNsSender: @unchecked Sendable {
         return c
     }
 
+    /// Sockets learnt for corking and `curl_multi_perform` turns corked (for tests).
+    var corking: (socketsLearnt: Int, corkedTurns: Int) {
+        (shared.socketsLearnt.load(ordering: .relaxed), shared.corkedTurns.load(ordering: .relaxed))
+    }
+
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {

@@ -174,23 +174,25 @@ final class ConnectionWorker: @unchecked Sendable {
 
     private func perform(_ c: StreamConnection) {
         var running: Int32 = 0
+        if c.socket >= 0 { shared.corkedTurns.add(1, ordering: .relaxed) }
         TCPCork.set(c.socket, true)
         _ = curl_multi_perform(c.multi.handle, &running)
         TCPCork.set(c.socket, false)
         var left: Int32 = 0
         var eventCounted = false
         var connectFailed: String?
-        var socketSeen = false
         while let msg = curl_multi_info_read(c.multi.handle, &left) {
             guard msg.pointee.msg == CURLMSG_DONE, let h = msg.pointee.easy_handle else { continue }
             let code = msg.pointee.data.result
             var priv: UnsafeMutableRawPointer?
             _ = herald_easy_getinfo_ptr(h, CURLINFO_PRIVATE, &priv)
             let slot = slots[Int(bitPattern: priv) - 1]
-            if code == CURLE_OK, !socketSeen {
-                // libcurl may have reconnected (GOAWAY) under the same multi handle: follow it.
-                c.socket = slot.easy.activeSocket
-                socketSeen = true
+            // The request that opened a connection under this multi handle (the first one, or
+            // libcurl's reconnect after a GOAWAY) names its socket.
+            let opened = slot.easy.takeOpenedSocket()
+            if opened >= 0 {
+                c.socket = opened
+                shared.socketsLearnt.add(1, ordering: .relaxed)
             }
             _ = curl_multi_remove_handle(c.multi.handle, h)
             c.active -= 1
@@ -210,6 +212,7 @@ final class ConnectionWorker: @unchecked Sendable {
                     done.append(PushResult(index: job.index, outcome: .transportFailure(why), latencyMs: 0, httpVersion: 0,
                                            connection: id, event: failureEvent))
                 }
+                _ = slot.easy.takeOpenedSocket()   // a socket of the failed connect, closed by now
                 slot.job = nil; slot.connection = nil; slot.jwt = nil
                 free.append(slot.slot)
             }

@@ -8,6 +8,9 @@ struct TransferBuffers {
     var apnsId: [UInt8] = []
     /// `apns-unique-id` (development environment only), for delivery-log lookups in Apple's console.
     var apnsUniqueId: [UInt8] = []
+    /// The socket of a connection this handle opened, until the owner takes it (not reset
+    /// per request: the connect happens during the transfer).
+    var openedSocket: Int32 = -1
 
     mutating func reset() {
         body.removeAll(keepingCapacity: true); apnsId.removeAll(keepingCapacity: true); apnsUniqueId.removeAll(keepingCapacity: true)
@@ -56,6 +59,18 @@ final class CurlEasy {
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_WRITEDATA, UnsafeMutableRawPointer(buffers)), "set write data")
         try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_HEADERFUNCTION, curlHeaderCallback), "set header callback")
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_HEADERDATA, UnsafeMutableRawPointer(buffers)), "set header data")
+        try curlCheck(herald_easy_setopt_sockoptfn(h, CURLOPT_SOCKOPTFUNCTION, curlSocketCallback), "set socket callback")
+        try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_SOCKOPTDATA, UnsafeMutableRawPointer(buffers)), "set socket data")
+    }
+
+    /// The socket of the connection this handle's last transfer opened, once (-1: none since
+    /// the last call). An HTTP/2 connection is opened by one transfer and used by many, and
+    /// libcurl 7.88 cannot tell a multi handle's socket otherwise (CURLINFO_ACTIVESOCKET answers
+    /// only once the connection is idle).
+    func takeOpenedSocket() -> Int32 {
+        let fd = buffers.pointee.openedSocket
+        if fd >= 0 { buffers.pointee.openedSocket = -1 }
+        return fd
     }
 
     deinit {
@@ -98,13 +113,6 @@ final class CurlEasy {
         return code
     }
 
-    /// The socket of the connection the finished request used (-1 when it had none).
-    var activeSocket: Int32 {
-        var fd: curl_socket_t = -1
-        guard herald_easy_getinfo_socket(handle, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK else { return -1 }
-        return fd
-    }
-
     var httpVersion: Int {
         var v = 0
         _ = herald_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &v)
@@ -123,6 +131,13 @@ final class CurlEasy {
 }
 
 /// Response body: kept up to 8 KiB (APNs error bodies are tiny; anything larger is not APNs).
+private let curlSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32 = { user, fd, purpose in
+    if purpose == CURLSOCKTYPE_IPCXN, let user {
+        user.assumingMemoryBound(to: TransferBuffers.self).pointee.openedSocket = fd
+    }
+    return CURL_SOCKOPT_OK
+}
+
 private let curlBodyCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { ptr, size, count, user in
     let n = size * count
     guard let ptr, let user else { return n }

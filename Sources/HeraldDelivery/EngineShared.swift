@@ -104,6 +104,10 @@ final class EngineShared: Sendable {
     let streamLimit: Atomic<Int>
     /// New TLS connections libcurl made (CURLINFO_NUM_CONNECTS, summed over transfers).
     let connectionsOpened = Atomic<Int>(0)
+    /// Sockets the workers learnt for corking (one per connection opened) and turns they
+    /// corked: how tests see that `TCPCork` is in use.
+    let socketsLearnt = Atomic<Int>(0)
+    let corkedTurns = Atomic<Int>(0)
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

@@ -1,4 +1,6 @@
 import Foundation
+import HeraldSimulator
+import HeraldTestSupport
 @testable import HeraldDelivery
 import Testing
 
@@ -66,5 +68,29 @@ import Testing
         defer { close(fds[0]); close(fds[1]) }
         TCPCork.set(fds[1], true)
         #expect(TCPCork.isSet(fds[1]) == nil)
+    }
+}
+
+/// The sender corks its connection: it learns the socket of every connection libcurl opens
+/// (GOAWAY makes libcurl reconnect under the same multi handle) and corks its turns.
+@Suite(.serialized) struct SenderCorkingTests {
+    @Test func everyConnectionsSocketIsLearntAndItsTurnsCorked() throws {
+        let key = TestKey()
+        var config = SimulatorConfiguration(teamId: TestKey.teamId, keyId: TestKey.keyId, publicKeyPEM: key.publicKeyPEM)
+        config.bundleId = StreamingSenderTests.bundle
+        config.faults.goawayAfter = 100
+        let sim = try APNsSimulator.start(config)
+        defer { try? sim.shutdown() }
+        let token = try ProviderToken(privateKeyPEM: key.privateKeyPEM, source: "test", teamId: TestKey.teamId, keyId: TestKey.keyId)
+        let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM), maxStreams: 10)
+        let sender = try APNsSender(settings: settings, connections: 1, token: token)
+        // 10 in flight against a GOAWAY every 100 requests: at least 4 connections for 400 jobs.
+        let results = StreamingSenderTests.stream(sender, StreamingSenderTests.jobs(1...400), ahead: 10)
+        sender.shutdown()
+        #expect(results.count == 400)
+        let opened = sender.counters.connectionsOpened
+        #expect(opened >= 4)
+        #expect(sender.corking.socketsLearnt == opened)
+        #expect(sender.corking.corkedTurns > 0)
     }
 }
