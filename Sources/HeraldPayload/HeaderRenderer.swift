@@ -18,6 +18,7 @@ public final class HeaderRenderer: Sendable {
     /// The `apns-topic` every request carries.
     public let topic: String
     private let missingField: MissingFieldPolicy
+    private let apnsIds: APNsIdGenerator
     private let priority: Int
     private let priorityTemplate: HeaderTemplate?
     private let expiration: ExpirationSpec
@@ -36,6 +37,7 @@ public final class HeaderRenderer: Sendable {
 
     public init(push: PushSpec, topic configured: String, campaign: String) throws(PayloadTemplateError) {
         self.campaign = campaign
+        apnsIds = APNsIdGenerator(seed: campaign)
         pushType = push.type
         missingField = push.missingField
         switch push.type.topic(for: configured) {
@@ -95,7 +97,7 @@ public final class HeaderRenderer: Sendable {
 
     public func render(_ record: AudienceRecord) -> HeaderOutcome {
         var headers = shared
-        headers.apnsId = Self.apnsId(campaign: campaign, token: record.token)
+        headers.apnsId = apnsIds.id(for: record.token)
 
         if let template = priorityTemplate {
             switch template.render(record, policy: missingField) {
@@ -153,19 +155,7 @@ public final class HeaderRenderer: Sendable {
     /// RFC 4122 UUIDv5 of "<campaign>/<token>", lowercase as APNs requires for `apns-id`, so a
     /// resend after an ambiguous failure is recognisably the same notification.
     public static func apnsId(campaign: String, token: DeviceToken) -> String {
-        var h = Insecure.SHA1()
-        h.update(data: namespace)
-        h.update(data: Array("\(campaign)/\(token.hex)".utf8))
-        var b = Array(h.finalize().prefix(16))
-        b[6] = (b[6] & 0x0F) | 0x50
-        b[8] = (b[8] & 0x3F) | 0x80
-        var out = [UInt8]()
-        out.reserveCapacity(36)
-        for (i, byte) in b.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(hexDigits[Int(byte >> 4)]); out.append(hexDigits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
+        APNsIdGenerator(seed: campaign).id(for: token)
     }
 
     /// `collapse_id: auto`: one id per campaign, so a device shows a resent notification once;
@@ -179,7 +169,7 @@ public final class HeaderRenderer: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func quoted(_ text: String) -> String {
         var out: [UInt8] = []

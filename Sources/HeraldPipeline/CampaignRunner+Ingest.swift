@@ -38,6 +38,7 @@ extension CampaignRunner {
         var batch = IngestBatch()
         var total = 0
         let pass = run.audiencePass
+        let apnsIds = APNsIdGenerator(seed: apnsIdSeed)
         operations.startReading(spec.audience.files, first: run.ingestedFile)
         for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
             let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
@@ -53,7 +54,7 @@ extension CampaignRunner {
                 case .invalid(let r): line = r.location.line
                 }
                 if index == run.ingestedFile && line <= run.ingestedLine { continue }
-                accept(event, into: &batch, renderer: renderer, apnsIdSeed: apnsIdSeed)
+                accept(event, into: &batch, renderer: renderer, apnsIds: apnsIds)
                 batch.checkpointFile = index
                 batch.checkpointLine = line
                 total += 1
@@ -73,7 +74,7 @@ extension CampaignRunner {
         logger.info("audience read: \(total) rows this pass")
     }
 
-    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderer, apnsIdSeed: String) {
+    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderer, apnsIds: APNsIdGenerator) {
         guard operations.owns(event) else { return }   // --shard: another shard's row
         batch.rows += 1
         switch event {
@@ -86,7 +87,7 @@ extension CampaignRunner {
             case .recipient(let payload, let headers, let registeredAt):
                 batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
-                    apnsId: HeaderRenderer.apnsId(campaign: apnsIdSeed, token: record.token), headers: headers,
+                    apnsId: apnsIds.id(for: record.token), headers: headers,
                     registeredAt: registeredAt))
             }
         }
