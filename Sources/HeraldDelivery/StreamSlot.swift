@@ -117,7 +117,12 @@ final class StreamSlot {
         }
         let status = easy.responseCode
         let b = easy.buffers.pointee
-        let apnsId = b.apnsId.isEmpty ? nil : String(decoding: b.apnsId, as: UTF8.self)
+        var apnsId: String?
+        if let sent = job?.request.apnsId, b.apnsId.elementsEqual(sent.utf8) {
+            apnsId = sent   // the usual echo: no new string per answer
+        } else if !b.apnsId.isEmpty {
+            apnsId = String(decoding: b.apnsId, as: UTF8.self)
+        }
         var reason: APNsReason?
         var timestamp: Int64?
         if status != 200, let parsed = ResponseBody.parse(b.body) {

@@ -74,7 +74,10 @@ enum OutcomeDecision {
             let delay = backoff.delay(attempt: c.attempts)
             return .retry(AttemptOutcome(seq: c.seq, status: .retry, reason: "connection_error: \(why)", retryAt: now.addingTimeInterval(delay)),
                           delay: delay)
-        case .answered(let status, let apnsId, let reason, let timestamp):
+        case .answered(let status, let answeredId, let reason, let timestamp):
+            // APNs echoes the apns-id we sent: the state file keeps the answer's only when it
+            // differs (the reports show the answer's, else ours), saving a string per row.
+            let apnsId = answeredId == c.apnsId ? nil : answeredId
             if status == 200 {
                 return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
             }
