@@ -33,12 +33,18 @@ extension RunState {
     /// Streams recipients in audience order (a cursor: memory does not grow with the audience).
     /// Columns are read by position through `RawStatement`: GRDB's `Row` finds each column by
     /// name (a dictionary lookup per field), which was a tenth of `herald report`'s CPU time.
+    /// The run's rows are read as a range of the table itself, already in `seq` order: with
+    /// `run = ?` alone SQLite picked the status index and sorted every row in a temporary
+    /// B-tree (a third of `herald report`'s time at 300k recipients).
     public func forEachDelivery(_ body: (DeliveryRow) throws -> Void) throws(StateError) {
         try read { db in
             let rows = try RawStatement(db, sql: """
                 SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
                        attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms
-                FROM recipient WHERE run = ? ORDER BY seq
+                FROM recipient
+                WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
+                  AND +run = ?1
+                ORDER BY seq
                 """)
             rows.bind(1, id)
             try rows.forEachRow { r in
