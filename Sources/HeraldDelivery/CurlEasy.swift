@@ -130,7 +130,7 @@ final class CurlEasy {
     }
 }
 
-/// Response body: kept up to 8 KiB (APNs error bodies are tiny; anything larger is not APNs).
+/// Notes the socket of each connection a handle opens (`takeOpenedSocket`), for `TCPCork`.
 private let curlSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curl_socket_t, curlsocktype) -> Int32 = { user, fd, purpose in
     if purpose == CURLSOCKTYPE_IPCXN, let user {
         user.assumingMemoryBound(to: TransferBuffers.self).pointee.openedSocket = fd
@@ -138,6 +138,7 @@ private let curlSocketCallback: @convention(c) (UnsafeMutableRawPointer?, curl_s
     return CURL_SOCKOPT_OK
 }
 
+/// Response body: kept up to 8 KiB (APNs error bodies are tiny; anything larger is not APNs).
 private let curlBodyCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { ptr, size, count, user in
     let n = size * count
     guard let ptr, let user else { return n }

@@ -152,8 +152,8 @@ final class StreamSlot {
 final class StreamConnection {
     let multi: CurlMulti
     var active = 0
-    /// Its TCP socket, corked while libcurl writes a turn's requests (`TCPCork`); learnt from
-    /// an answered request, since 7.88 cannot name a multi handle's connection before that.
+    /// Its TCP socket, corked while libcurl writes a turn's requests (`TCPCork`); -1 until the
+    /// request that opened the connection is done (`CurlEasy.takeOpenedSocket`).
     var socket: Int32 = -1
     var jwt: String?
     var jwtAdoptedAt: Date?

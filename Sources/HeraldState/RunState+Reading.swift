@@ -35,7 +35,7 @@ extension RunState {
     /// name (a dictionary lookup per field), which was a tenth of `herald report`'s CPU time.
     /// The run's rows are read as a range of the table itself, already in `seq` order: with
     /// `run = ?` alone SQLite picked the status index and sorted every row in a temporary
-    /// B-tree (a third of `herald report`'s time at 300k recipients).
+    /// B-tree (the query alone at 300k recipients: 0.50 CPU s, 0.38–0.51 as a range).
     public func forEachDelivery(_ body: (DeliveryRow) throws -> Void) throws(StateError) {
         try read { db in
             let rows = try RawStatement(db, sql: """
