@@ -149,15 +149,6 @@ public final class HeaderRenderer: Sendable {
 
     // MARK: - Identity
 
-    /// herald's UUIDv5 namespace (a fixed random UUID).
-    static let namespace: [UInt8] = [0x6f, 0x3c, 0x1a, 0x52, 0x8e, 0x4d, 0x4b, 0x0e, 0x9a, 0x11, 0x5c, 0x27, 0xd2, 0x40, 0x81, 0xf3]
-
-    /// RFC 4122 UUIDv5 of "<campaign>/<token>", lowercase as APNs requires for `apns-id`, so a
-    /// resend after an ambiguous failure is recognisably the same notification.
-    public static func apnsId(campaign: String, token: DeviceToken) -> String {
-        APNsIdGenerator(seed: campaign).id(for: token)
-    }
-
     /// `collapse_id: auto`: one id per campaign, so a device shows a resent notification once;
     /// a campaign name too long for 64 bytes is hashed.
     public static func automaticCollapseId(campaign: String) -> String {
