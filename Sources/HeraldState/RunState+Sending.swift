@@ -115,6 +115,9 @@ extension RunState {
         try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [run]) ?? 0
     }
 
+    /// SQL for "claimed and not answered": the run's (`?1`) pending recipients at or below the mark.
+    static let claimedPending = "run = ?1 AND status = 'pending' AND seq <= (SELECT claimed_through FROM run WHERE id = ?1)"
+
     /// Nothing is claimed any more: the mark starts over.
     static func resetClaimMark(_ db: Database, run: Int64) throws {
         try db.execute(sql: "UPDATE run SET claimed_through = 0 WHERE id = ?", arguments: [run])
@@ -201,9 +204,7 @@ extension RunState {
             for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) AS n FROM recipient WHERE run = ? GROUP BY status", arguments: [id]) {
                 if let s = StoredStatus(rawValue: row["status"]) { out[s] = row["n"] }
             }
-            let claimed = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status = 'pending' AND seq <= (SELECT claimed_through FROM run WHERE id = ?1)
-                """, arguments: [id]) ?? 0
+            let claimed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE \(Self.claimedPending)", arguments: [id]) ?? 0
             if claimed > 0 {
                 out[.pending] = (out[.pending] ?? 0) - claimed
                 if out[.pending] == 0 { out[.pending] = nil }
