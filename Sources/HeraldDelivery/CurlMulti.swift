@@ -18,6 +18,12 @@ func curlCheck(_ code: CURLMcode, _ operation: String) throws(DeliveryError) {
     }
 }
 
+func curlCheck(_ code: CURLUcode, _ operation: String) throws(DeliveryError) {
+    guard code == CURLUE_OK else {
+        throw .curl(operation: operation, code: Int(code.rawValue), message: String(cString: curl_url_strerror(code)))
+    }
+}
+
 /// Owns one CURLM handle. One multi handle drives one HTTP/2 connection (LIBCURL.md: a host cap of 1
 /// and MAX_CONCURRENT_STREAMS ≥ requests in flight, else libcurl silently opens more connections).
 final class CurlMulti {
