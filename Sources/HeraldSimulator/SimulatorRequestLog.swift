@@ -30,6 +30,10 @@ public final class SimulatorRequestLog: Sendable {
         public var token: String?
         /// `apns-*` headers as sent, and `authorization` redacted to `bearer kid=… iss=… iat=…`.
         public var headers: [String: String]
+        /// The names of the other header fields (not `apns-*`, not `authorization`), lowercase,
+        /// in arrival order: Apple's request table has none, and a client need send none but
+        /// `content-length`.
+        public var otherHeaderNames: [String]
         public var jwtKid: String?
         public var jwtIss: String?
         public var jwtIat: Int?
@@ -67,9 +71,15 @@ public final class SimulatorRequestLog: Sendable {
             self.outcome = outcome
             self.fault = fault ?? verdict?.fault
             var headers = [String: String]()
-            for (name, value) in request.headers where name.hasPrefix("apns-") {
-                headers[name] = headers[name].map { $0 + ", " + value } ?? value
+            var others: [String] = []
+            for (name, value) in request.headers {
+                if name.hasPrefix("apns-") {
+                    headers[name] = headers[name].map { $0 + ", " + value } ?? value
+                } else if name != "authorization" {
+                    others.append(name)
+                }
             }
+            self.otherHeaderNames = others
             if request.header("authorization") != nil {
                 headers["authorization"] = "bearer kid=\(jwtKid ?? "?") iss=\(jwtIss ?? "?") iat=\(jwtIat.map(String.init) ?? "?")"
             }

@@ -59,6 +59,7 @@ import Testing
         #expect(first.headers["apns-push-type"] == "alert")
         #expect(first.headers["apns-priority"] == "10")
         #expect(first.headers["apns-collapse-id"] == "herald:test")
+        #expect(log.allSatisfy { $0.otherHeaderNames == ["content-length"] }, "only Apple's headers")
         #expect(first.jwtKid == TestKey.keyId && first.jwtIss == TestKey.teamId)
         #expect(f.token.signedCount == 1, "one JWT for the whole batch")
     }

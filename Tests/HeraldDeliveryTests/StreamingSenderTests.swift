@@ -75,6 +75,10 @@ import Testing
         // The header list is reused with the apns-id patched in place: each request carries its own.
         #expect(Set(log.compactMap { $0.headers["apns-id"] }).count == 1_000)
         #expect(log.allSatisfy { $0.headers["apns-id"] == $0.apnsId && $0.headers["apns-collapse-id"] == "herald:test" })
+        // Only Apple's headers and the body's length: libcurl's default Accept, Expect and
+        // form Content-Type are suppressed, and every extra byte costs libcurl's per-byte
+        // header formatting on each request.
+        #expect(log.allSatisfy { $0.otherHeaderNames == ["content-length"] }, "\(Set(log.map(\.otherHeaderNames)))")
     }
 
     /// NIO answers streams opened after its GOAWAY with RST_STREAM REFUSED_STREAM
