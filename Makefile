@@ -6,7 +6,7 @@ SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
 # Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests).
 TEST_PACKAGES := chromium
 # Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).
-BENCH_PACKAGES := nginx-light nghttp2-client time
+BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
 HERALD_DEBUG := .build/debug/herald
 HERALD_RELEASE := .build/release/herald
 

@@ -29,6 +29,7 @@ def main():
     else:
         print("sim bench skipped: h2load not installed (apt-get install nghttp2-client)")
     subprocess.run([sys.executable, os.path.join(here, "standin_bench.py"), herald], check=True)   # vs curl/h2load/aioapns on nginx: bench-out/standin.json
+    subprocess.run([sys.executable, os.path.join(here, "instructions_bench.py"), herald], check=True)   # instructions per push (callgrind): bench-out/instructions.json
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figures.json"), "w") as f:
         json.dump(figures, f, indent=2)
