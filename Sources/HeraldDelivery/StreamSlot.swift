@@ -63,7 +63,9 @@ final class StreamSlot {
     deinit {
         if let list { curl_slist_free_all(list) }
         body.deallocate()
-        // The easy handle (cleaned up with `easy`) only reads the URL handle between transfers.
+        // The easy handle outlives this body (it is cleaned up with `easy`): detach the URL handle
+        // first. A transfer in flight has its own copy (libcurl duplicates it when the transfer starts).
+        _ = herald_easy_setopt_ptr(easy.handle, CURLOPT_CURLU, nil)
         curl_url_cleanup(url)
     }
 
