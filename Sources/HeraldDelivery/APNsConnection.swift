@@ -118,12 +118,7 @@ public final class APNsConnection {
         lines.append("apns-id: \(r.apnsId)")
         if let c = r.collapseId { lines.append("apns-collapse-id: \(c)") }
         if let x = r.expiration { lines.append("apns-expiration: \(x)") }
-        // Only Apple's headers: no Content-Type (APNs reads the body as JSON whatever it says;
-        // libcurl would otherwise label a POST form-urlencoded), and no "Expect: 100-continue",
-        // which libcurl would add to larger bodies.
-        lines.append("Content-Type:")
-        lines.append("Expect:")
-        lines.append("Accept:")
+        lines += CurlEasy.suppressedDefaultHeaders
         return lines
     }
 

@@ -96,15 +96,7 @@ final class ConnectionWorker: @unchecked Sendable {
         if jwt != headerJWT || fixedHeaders.isEmpty {
             headerJWT = jwt
             generation += 1
-            fixedHeaders = (jwt.map { ["authorization: bearer \($0)"] } ?? []) + [
-                // Only Apple's headers go out. libcurl would add Content-Type (form-urlencoded, for a
-                // POST; APNs reads the body as JSON whatever it says), "Expect: 100-continue" to
-                // larger bodies and Accept. Every header byte costs too: libcurl 7.88 formats the
-                // request a byte at a time (callgrind: ~100 instructions a byte).
-                "Content-Type:",
-                "Expect:",
-                "Accept:",
-            ]
+            fixedHeaders = (jwt.map { ["authorization: bearer \($0)"] } ?? []) + CurlEasy.suppressedDefaultHeaders
         }
         let sentAt = Int(Date().timeIntervalSince1970)
         for job in jobs {
