@@ -104,15 +104,17 @@ extension RunState {
             try update.execute()
         }
         if !out.isEmpty {
-            try db.execute(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?",
-                           arguments: [pending.isEmpty ? mark : out[pending.last!].seq, Timestamp.iso(now), id])
+            // Cached, like every statement of a commit: preparing it again each time was about a
+            // twentieth of the commit's CPU.
+            try db.cachedStatement(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?")
+                .execute(arguments: [pending.isEmpty ? mark : out[pending.last!].seq, Timestamp.iso(now), id])
         }
         return out
     }
 
     /// The run's claim mark: pending recipients at or below it are claimed (in flight).
     static func claimMark(_ db: Database, run: Int64) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [run]) ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT claimed_through FROM run WHERE id = ?"), arguments: [run]) ?? 0
     }
 
     /// SQL for "claimed and not answered": the run's (`?1`) pending recipients at or below the mark.

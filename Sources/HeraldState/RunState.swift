@@ -28,7 +28,16 @@ public struct RunState: Sendable {
     public func finish(now: Date = Date()) throws(StateError) {
         try write { db in
             try db.execute(sql: "UPDATE run SET finished_at = ? WHERE id = ?", arguments: [Timestamp.iso(now), id])
-            try db.execute(sql: "DELETE FROM audience_row WHERE run = ?", arguments: [id])
+            // The staged rows are normally this run's alone: then the table is emptied whole, which
+            // SQLite does page by page (its truncate optimization) instead of row by row (row by row
+            // was 2 % of a 100k-recipient run's CPU). The check reads one column of each row, a
+            // small part of what the deletion costs.
+            let othersStaged = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audience_row WHERE run != ?)", arguments: [id]) ?? true
+            if othersStaged {
+                try db.execute(sql: "DELETE FROM audience_row WHERE run = ?", arguments: [id])
+            } else {
+                try db.execute(sql: "DELETE FROM audience_row")
+            }
         }
     }
 

@@ -213,6 +213,23 @@ import Testing
         #expect(sent == 3 && count == 3)
     }
 
+    /// Finishing empties the staging table whole only when no other run has rows staged in it
+    /// (one staged by an older version that did not drop them, say): those stay.
+    @Test func finishingKeepsAnotherRunsStagedRows() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        try s.run(run).ingest(batch([1, 2, 3]))
+        try s.write { db in
+            try db.execute(sql: """
+                INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id)
+                    SELECT run + 100, pass, token, file, line, recipient_id, payload, apns_id FROM audience_row WHERE run = ? LIMIT 2
+                """, arguments: [run.id])
+        }
+        try s.run(run).finish()
+        let staged = try s.read { db in try Int64.fetchAll(db, sql: "SELECT run FROM audience_row ORDER BY id") }
+        #expect(staged == [run.id + 100, run.id + 100])
+    }
+
     func batch(_ ids: [Int], line: Int = 0) -> IngestBatch {
         var b = IngestBatch()
         b.recipients = ids.map { recipient($0) }
