@@ -56,8 +56,6 @@ public indirect enum JSONValue: Sendable, Equatable {
 /// JSON string escaping on bytes. Escapes only what RFC 8259 requires (quote, backslash,
 /// control characters); everything else, including non-ASCII, passes through as UTF-8.
 public enum JSONEscaping {
-    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
-
     public static func appendQuoted(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         appendEscaped(s, to: &out)
@@ -86,7 +84,7 @@ public enum JSONEscaping {
             case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
             default:
                 out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+                                        HexDigits.lowercase[Int(b >> 4)], HexDigits.lowercase[Int(b & 0xF)]])
             }
         }
         if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...])) }

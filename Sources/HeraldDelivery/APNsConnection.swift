@@ -63,7 +63,7 @@ public final class APNsConnection {
         let auth = authorization.map { "authorization: bearer \($0)" }
         return try transfer(count: requests.count) { (e: CurlEasy, i: Int) throws(DeliveryError) in
             let r = requests[i]
-            try e.prepare(url: "\(settings.baseURL)/3/device/\(r.token.hex)", payload: r.payload, headerLines: headerLines(r, auth))
+            try e.prepare(url: settings.baseURL + PushRequest.devicePathPrefix + r.token.hex, payload: r.payload, headerLines: headerLines(r, auth))
         }
     }
 

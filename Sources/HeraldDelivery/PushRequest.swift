@@ -2,6 +2,9 @@ import HeraldCore
 
 /// One notification ready to leave: everything the request needs, nothing it doesn't.
 public struct PushRequest: Sendable {
+    /// Every request's path is this and the device token's hex.
+    static let devicePathPrefix = "/3/device/"
+
     public var token: DeviceToken
     public var payload: [UInt8]
     /// Deterministic per recipient, reused on every attempt, so a resend is recognisably the same notification.

@@ -69,7 +69,7 @@ final class StreamSlot {
         curl_url_cleanup(url)
     }
 
-    private static let pathPrefix = Array("/3/device/".utf8)
+    private static let pathPrefix = Array(PushRequest.devicePathPrefix.utf8)
 
     /// Points the URL handle at baseURL's origin (once per base) and at `token`'s device path.
     private func setURL(baseURL: String, token: DeviceToken) throws(DeliveryError) {

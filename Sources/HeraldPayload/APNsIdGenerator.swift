@@ -33,8 +33,8 @@ public struct APNsIdGenerator: Sendable {
                     if i == 6 { byte = (byte & 0x0F) | 0x50 }   // version 5
                     if i == 8 { byte = (byte & 0x3F) | 0x80 }   // RFC 4122 variant
                     if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = UInt8(ascii: "-"); o += 1 }
-                    out[o] = HeaderRenderer.hexDigits[Int(byte >> 4)]
-                    out[o + 1] = HeaderRenderer.hexDigits[Int(byte & 0xF)]
+                    out[o] = HexDigits.lowercase[Int(byte >> 4)]
+                    out[o + 1] = HexDigits.lowercase[Int(byte & 0xF)]
                     o += 2
                 }
                 return o

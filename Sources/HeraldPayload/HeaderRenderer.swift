@@ -156,11 +156,9 @@ public final class HeaderRenderer: Sendable {
         if name.utf8.count <= maximumCollapseIdBytes { return name }
         let digest = Array(SHA256.hash(data: Array(campaign.utf8)).prefix(16))
         var out = Array("herald:".utf8)
-        for b in digest { out.append(hexDigits[Int(b >> 4)]); out.append(hexDigits[Int(b & 0xF)]) }
+        for b in digest { out.append(HexDigits.lowercase[Int(b >> 4)]); out.append(HexDigits.lowercase[Int(b & 0xF)]) }
         return String(decoding: out, as: UTF8.self)
     }
-
-    static let hexDigits = Array("0123456789abcdef".utf8)
 
     private static func quoted(_ text: String) -> String {
         var out: [UInt8] = []
