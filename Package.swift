@@ -25,6 +25,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // Drops the RST_STREAM libcurl 7.88 sends on every closed HTTP/2 stream (see its .c file).
+        .target(name: "CCurlClosedStreams"),
 
         .target(name: "HeraldCore"),
         .target(name: "HeraldJob", dependencies: [
@@ -35,7 +37,7 @@ let package = Package(
         .target(name: "HeraldState", dependencies: [
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL"]),
+        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlClosedStreams"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",

@@ -84,6 +84,13 @@ public final class APNsSender: @unchecked Sendable {
         (shared.socketsLearnt.load(ordering: .relaxed), shared.corkedTurns.load(ordering: .relaxed))
     }
 
+    /// RST_STREAM frames libcurl asked for: dropped (the stream had ended; libcurl 7.88 asks
+    /// after every stream) and passed on (open or unsent streams), once the workers have stopped
+    /// (for tests).
+    var streamResets: (dropped: Int, passed: Int) {
+        (shared.closedStreamResetsDropped.load(ordering: .relaxed), shared.closedStreamResetsPassed.load(ordering: .relaxed))
+    }
+
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {

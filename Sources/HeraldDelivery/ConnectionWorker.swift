@@ -1,4 +1,5 @@
 internal import CCurl
+internal import CCurlClosedStreams
 import Foundation
 import HeraldCore
 
@@ -51,6 +52,12 @@ final class ConnectionWorker: @unchecked Sendable {
     private var activeCount: Int { (current?.active ?? 0) + draining.reduce(0) { $0 + $1.active } }
 
     func run() {
+        let resetsBefore = Self.streamResetsOnThisThread()
+        defer {
+            let resets = Self.streamResetsOnThisThread()
+            shared.closedStreamResetsDropped.add(resets.dropped - resetsBefore.dropped, ordering: .relaxed)
+            shared.closedStreamResetsPassed.add(resets.passed - resetsBefore.passed, ordering: .relaxed)
+        }
         while true {
             let now = uptimeNanoseconds()
             let stopping = shared.stopped.load(ordering: .relaxed)
@@ -71,6 +78,14 @@ final class ConnectionWorker: @unchecked Sendable {
         }
         current = nil
         draining.removeAll()
+    }
+
+    /// This thread's RST_STREAM counts (CCurlClosedStreams): every libcurl call of this
+    /// worker's connections runs on this thread, and a pooled thread may have served another.
+    private static func streamResetsOnThisThread() -> (dropped: Int, passed: Int) {
+        var dropped: UInt = 0, passed: UInt = 0
+        herald_closed_stream_resets_on_this_thread(&dropped, &passed)
+        return (Int(dropped), Int(passed))
     }
 
     // MARK: feeding

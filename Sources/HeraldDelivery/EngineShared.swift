@@ -108,6 +108,10 @@ final class EngineShared: Sendable {
     /// corked: how tests see that `TCPCork` is in use.
     let socketsLearnt = Atomic<Int>(0)
     let corkedTurns = Atomic<Int>(0)
+    /// RST_STREAM frames libcurl asked for on streams already closed (dropped) and on open or
+    /// unsent ones (passed on): how tests see that Sources/CCurlClosedStreams is in the path.
+    let closedStreamResetsDropped = Atomic<Int>(0)
+    let closedStreamResetsPassed = Atomic<Int>(0)
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

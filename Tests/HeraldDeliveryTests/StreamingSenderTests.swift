@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldDelivery
+@testable import HeraldDelivery
 import HeraldSimulator
 import HeraldTestSupport
 import Synchronization
@@ -79,6 +79,23 @@ import Testing
         // form Content-Type are suppressed, and every extra byte costs libcurl's per-byte
         // header formatting on each request.
         #expect(log.allSatisfy { $0.otherHeaderNames == ["content-length"] }, "\(Set(log.map(\.otherHeaderNames)))")
+    }
+
+    /// libcurl 7.88 asks nghttp2 for an RST_STREAM after every stream that ended normally (RFC
+    /// 9113 forbids frames on a closed stream); Sources/CCurlClosedStreams drops those. Every
+    /// stream but the connection's first takes that path, so a missing drop means libcurl's
+    /// call no longer reaches the filter.
+    @Test func streamsThatEndedAreNotResetAgain() throws {
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        let sender = try APNsSender(settings: f.settings(streams: 50), connections: 1, token: try f.token())
+        let results = Self.stream(sender, Self.jobs(1...200), ahead: 100)
+        sender.shutdown()
+        #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
+        #expect(f.sim.requestLog.entries().count == 200)
+        let resets = sender.streamResets
+        #expect(resets.dropped >= 199 && resets.dropped <= 200, "\(resets)")
+        #expect(resets.passed == 0, "no stream was open when its transfer ended: \(resets)")
     }
 
     /// NIO answers streams opened after its GOAWAY with RST_STREAM REFUSED_STREAM
@@ -165,6 +182,8 @@ import Testing
             guard case .transportFailure(let why) = r.outcome else { Issue.record("\(r.outcome)"); continue }
             #expect(why.contains("curl error 28"), "\(why)")
         }
+        // A timed-out stream is still open: its reset must reach nghttp2, not be dropped.
+        #expect(sender.streamResets.passed >= 5 && sender.streamResets.dropped == 0, "\(sender.streamResets)")
     }
 
     @Test func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests() throws {

@@ -1,0 +1,124 @@
+// Why this file exists: libcurl 7.88 (Debian 12's) sends an RST_STREAM(STREAM_CLOSED) after
+// every HTTP/2 stream that ended normally. Its http2_handle_stream_close() sets the stream's
+// `closed` flag back to FALSE ("to prevent infinite loop in readwrite_data"), so the transfer's
+// done step believes the stream is still open and submits a reset for it. RFC 9113 §5.1 forbids
+// sending anything but PRIORITY on a closed stream; some servers answer the flood with
+// ENHANCE_YOUR_CALM (curl issue 20239), and against the stand-in APNs it costs about 8,700
+// instructions per push (2.8 %), all on the connection thread. libcurl 8 rewrote http2.c and no
+// longer does this. No option turns it off, so the frame is dropped here, in the one place
+// libcurl hands it to nghttp2.
+//
+// How: this object defines nghttp2_submit_rst_stream and
+// nghttp2_session_callbacks_set_on_stream_close_callback. The executable's definitions come
+// first in the dynamic linker's lookup, so libcurl's calls arrive here (libcurl is linked
+// against libnghttp2, which the linker sees, so both symbols are exported). The stream-close
+// callback libcurl registers is wrapped to note which (session, stream) nghttp2 has closed; a
+// reset with STREAM_CLOSED for exactly such a stream is dropped. Every other reset is passed on
+// untouched: a stream still open, and a request still queued in nghttp2 (not yet sent, so
+// absent from its stream map, which is why "nghttp2 has no such stream" is not the test used),
+// whose reset is what cancels it.
+//
+// Notes about a session are forgotten when nghttp2 creates or deletes a session at that address.
+// The notes live in a per-thread table: libcurl runs a multi handle on one thread (herald: one
+// long-running loop per connection), and the close callback and the reset both happen inside
+// that handle's calls. A note that is overwritten or missing only means the reset goes out, as
+// it would without this file.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include "CCurlClosedStreams.h"
+
+typedef int (*rst_fn)(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code);
+typedef int (*close_cb)(void *session, int32_t stream_id, uint32_t error_code, void *user_data);
+typedef void (*set_close_fn)(void *callbacks, close_cb cb);
+typedef int (*client_new2_fn)(void **session, const void *callbacks, void *user_data, const void *option);
+typedef void (*session_del_fn)(void *session);
+
+enum { NGHTTP2_STREAM_CLOSED = 5, SLOTS = 2048 };
+
+/// Closed streams by (stream id / 2) mod SLOTS: client streams are odd and numbered in order,
+/// so streams closed less than SLOTS streams apart never share a slot (a connection has at most
+/// 1,000 in flight). Allocated on a thread's first close: only connection threads have one.
+struct note { void *session; int32_t stream_id; };
+static _Thread_local struct note *closed;
+
+static struct note *slot(int32_t stream_id) { return &closed[((uint32_t)stream_id >> 1) & (SLOTS - 1)]; }
+
+static close_cb libcurl_close_cb;
+static _Thread_local unsigned long dropped, passed;
+
+/// Forgets this thread's notes about `session`: a session created later at the same address
+/// must not inherit them (a stream of the connection's first request never gets libcurl's
+/// reset, so its note stays, and the same number on a new connection may be a request still
+/// queued in nghttp2, whose reset must go out to cancel it).
+static void forget(void *session) {
+    if (!closed) return;
+    for (int i = 0; i < SLOTS; i++) {
+        if (closed[i].session == session) {
+            closed[i].session = NULL;
+            closed[i].stream_id = 0;
+        }
+    }
+}
+
+int nghttp2_session_client_new2(void **session, const void *callbacks, void *user_data, const void *option) {
+    client_new2_fn next = (client_new2_fn)dlsym(RTLD_NEXT, "nghttp2_session_client_new2");
+    int rv = next(session, callbacks, user_data, option);
+    if (rv == 0 && session) forget(*session);
+    return rv;
+}
+
+void nghttp2_session_del(void *session) {
+    session_del_fn next = (session_del_fn)dlsym(RTLD_NEXT, "nghttp2_session_del");
+    forget(session);
+    next(session);
+}
+
+static int noting_close(void *session, int32_t stream_id, uint32_t error_code, void *user_data) {
+    if (!closed) closed = calloc(SLOTS, sizeof *closed);
+    if (closed && stream_id > 0) {
+        struct note *n = slot(stream_id);
+        n->session = session;
+        n->stream_id = stream_id;
+    }
+    return libcurl_close_cb(session, stream_id, error_code, user_data);
+}
+
+void nghttp2_session_callbacks_set_on_stream_close_callback(void *callbacks, close_cb cb) {
+    set_close_fn next = (set_close_fn)dlsym(RTLD_NEXT, "nghttp2_session_callbacks_set_on_stream_close_callback");
+    close_cb registered = __atomic_load_n(&libcurl_close_cb, __ATOMIC_ACQUIRE);
+    if (cb && (!registered || registered == cb)) {
+        // One user of nghttp2 in the process (libcurl) with one callback; any other is left alone.
+        __atomic_store_n(&libcurl_close_cb, cb, __ATOMIC_RELEASE);
+        next(callbacks, noting_close);
+    } else {
+        next(callbacks, cb);
+    }
+}
+
+int nghttp2_submit_rst_stream(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code) {
+    static rst_fn next_cached;
+    rst_fn next = __atomic_load_n(&next_cached, __ATOMIC_RELAXED);
+    if (!next) {
+        next = (rst_fn)dlsym(RTLD_NEXT, "nghttp2_submit_rst_stream");
+        __atomic_store_n(&next_cached, next, __ATOMIC_RELAXED);
+    }
+    if (error_code == NGHTTP2_STREAM_CLOSED && stream_id > 0 && closed) {
+        struct note *n = slot(stream_id);
+        if (n->session == session && n->stream_id == stream_id) {
+            n->session = NULL;
+            n->stream_id = 0;
+            dropped++;
+            return 0;
+        }
+    }
+    passed++;
+    return next(session, flags, stream_id, error_code);
+}
+
+void herald_closed_stream_resets_on_this_thread(unsigned long *dropped_out, unsigned long *passed_out) {
+    *dropped_out = dropped;
+    *passed_out = passed;
+}
