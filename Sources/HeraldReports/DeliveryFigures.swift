@@ -23,10 +23,10 @@ public struct DeliveryFigures: Sendable, Equatable {
     static func isUnregistered(_ d: DeliveryRow) -> Bool { d.status == .failed && d.httpStatus == 410 }
     static func isRejected(_ d: DeliveryRow) -> Bool { d.status == .failed && rejectedReasons.contains(d.reason) }
 
-    mutating func add(_ d: DeliveryRow) {
+    mutating func add(_ d: DeliveryRow, attemptSeconds: inout AttemptSecondReader) {
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
-        if d.status == .sent, let at = d.lastAttemptAt, let ms = RegistrationTime.iso8601Milliseconds(at) {
-            sentPerSecond[ms / 1000, default: 0] += 1
+        if d.status == .sent, let at = d.lastAttemptAt, let second = attemptSeconds.second(of: at) {
+            sentPerSecond[second, default: 0] += 1
         }
         if Self.isUnregistered(d) { unregistered += 1 }
         if Self.isRejected(d) { rejectedTokens += 1 }
@@ -53,5 +53,21 @@ public struct DeliveryFigures: Sendable, Equatable {
         var counts = [Int](repeating: 0, count: Int((span + width - 1) / width))
         for (second, n) in sentPerSecond { counts[Int((second - first) / width)] += n }
         return (first, width, counts)
+    }
+}
+
+/// The UNIX second of a stored attempt time (ISO 8601 text). Rows in audience order share their
+/// claim's time by the hundred (a chunk is claimed at once), so the last text parsed is kept:
+/// parsing every row was 1.3 % of a run's instructions (callgrind, 5,000 stand-in pushes).
+struct AttemptSecondReader {
+    private var lastText: String?
+    private var lastSecond: Int64?
+
+    mutating func second(of text: String) -> Int64? {
+        if text != lastText {
+            lastText = text
+            lastSecond = RegistrationTime.iso8601Milliseconds(text).map { $0 / 1000 }
+        }
+        return lastSecond
     }
 }

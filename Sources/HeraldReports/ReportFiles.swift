@@ -35,6 +35,7 @@ final class DeliveryReportWriter {
     private let unregistered: AtomicFile
     private let rejected: AtomicFile
     private(set) var figures = DeliveryFigures()
+    private var attemptSeconds = AttemptSecondReader()
 
     init(files: ReportFiles) throws(ReportError) {
         deliveries = try AtomicFile(path: files.deliveriesPath, gzip: files.compress)
@@ -51,7 +52,7 @@ final class DeliveryReportWriter {
         try ndjson.append { DeliveryFormat.ndjson(d, to: &$0) }
         if DeliveryFigures.isUnregistered(d) { try unregistered.append { DeliveryFormat.unregistered(d, to: &$0) } }
         if DeliveryFigures.isRejected(d) { try rejected.append { DeliveryFormat.rejected(d, to: &$0) } }
-        figures.add(d)
+        figures.add(d, attemptSeconds: &attemptSeconds)
     }
 
     func commit() throws(ReportError) {

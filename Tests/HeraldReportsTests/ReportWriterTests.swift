@@ -115,6 +115,17 @@ import Testing
         #expect(rate.start == 1_000 && rate.seconds == 5 && rate.counts.count == 60 && rate.counts.allSatisfy { $0 == 50 })
     }
 
+    /// The send-rate figure parses each sent row's attempt time once per distinct text: a cached
+    /// second must never outlive its text.
+    @Test func attemptSecondsFollowTheTextNotTheCache() {
+        var reader = AttemptSecondReader()
+        #expect(reader.second(of: "2026-11-22T10:00:01.500Z") == 1_795_341_601)
+        #expect(reader.second(of: "2026-11-22T10:00:01.500Z") == 1_795_341_601)
+        #expect(reader.second(of: "2026-11-22T10:00:02.000Z") == 1_795_341_602)
+        #expect(reader.second(of: "not a time") == nil)
+        #expect(reader.second(of: "2026-11-22T10:00:01.999Z") == 1_795_341_601)
+    }
+
     @Test func summaryPageEscapesWhatItShows() {
         let s = Summary(campaign: "<script>x</script>", runId: "r", startedAt: "t", finishedAt: nil, rows: 1, valid: 1, distinct: 1,
                         invalid: 0, duplicates: 0, byStatus: [.pending: 1], byReason: ["HTTP 418 & <b>": 1], invalidByReason: [:],
