@@ -3,15 +3,16 @@
 // `closed` flag back to FALSE ("to prevent infinite loop in readwrite_data"), so the transfer's
 // done step believes the stream is still open and submits a reset for it. RFC 9113 §5.1 forbids
 // sending anything but PRIORITY on a closed stream; some servers answer the flood with
-// ENHANCE_YOUR_CALM (curl issue 20239), and against the stand-in APNs it costs about 8,700
-// instructions per push (2.8 %), all on the connection thread. libcurl 8 rewrote http2.c and no
+// ENHANCE_YOUR_CALM (curl issue 20239), and against the stand-in APNs it costs about 8,600
+// instructions per push (2.7 %), all on the connection thread. libcurl 8 rewrote http2.c and no
 // longer does this. No option turns it off, so the frame is dropped here, in the one place
 // libcurl hands it to nghttp2.
 //
-// How: this object defines nghttp2_submit_rst_stream and
-// nghttp2_session_callbacks_set_on_stream_close_callback. The executable's definitions come
-// first in the dynamic linker's lookup, so libcurl's calls arrive here (libcurl is linked
-// against libnghttp2, which the linker sees, so both symbols are exported). The stream-close
+// How: this object defines nghttp2_submit_rst_stream,
+// nghttp2_session_callbacks_set_on_stream_close_callback, nghttp2_session_client_new2 and
+// nghttp2_session_del, each passing on to libnghttp2's own (dlsym RTLD_NEXT). The executable's
+// definitions come first in the dynamic linker's lookup, so libcurl's calls arrive here (the
+// linker exports them because libcurl, on the link line, refers to them). The stream-close
 // callback libcurl registers is wrapped to note which (session, stream) nghttp2 has closed; a
 // reset with STREAM_CLOSED for exactly such a stream is dropped. Every other reset is passed on
 // untouched: a stream still open, and a request still queued in nghttp2 (not yet sent, so
@@ -50,8 +51,8 @@ static close_cb libcurl_close_cb;
 static _Thread_local unsigned long dropped, passed;
 
 /// Forgets this thread's notes about `session`: a session created later at the same address
-/// must not inherit them (a stream of the connection's first request never gets libcurl's
-/// reset, so its note stays, and the same number on a new connection may be a request still
+/// must not inherit them (a stream libcurl does not reset, such as a connection's first one was
+/// here, keeps its note, and the same number on a new connection may be a request still
 /// queued in nghttp2, whose reset must go out to cancel it).
 static void forget(void *session) {
     if (!closed) return;
