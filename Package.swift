@@ -27,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Drops the RST_STREAM libcurl 7.88 sends on every closed HTTP/2 stream (see its .c file).
         .target(name: "CCurlClosedStreams"),
+        // Hands a request's APNs header fields to nghttp2 without libcurl's formatting (see its .c file).
+        .target(name: "CCurlRequestHeaders"),
 
         .target(name: "HeraldCore"),
         .target(name: "HeraldJob", dependencies: [
@@ -37,7 +39,7 @@ let package = Package(
         .target(name: "HeraldState", dependencies: [
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlClosedStreams"]),
+        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlClosedStreams", "CCurlRequestHeaders"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",

@@ -25,6 +25,12 @@ public struct ConnectionSettings: Sendable {
     /// TCP keepalive probes after this many idle seconds (then every half of it): a connection a
     /// middlebox silently dropped is noticed by the kernel, not by a request timing out.
     public var keepAliveSeconds: Int
+    /// Tests only: false sends every request's APNs headers in libcurl's header list, the path
+    /// taken where CCurlRequestHeaders is not in effect.
+    var requestFieldsToNghttp2 = true
+    /// Tests only: the fields are handed to CCurlRequestHeaders but it leaves them off, as when
+    /// libcurl's calls do not reach it; the worker must notice and fall back.
+    var withholdRequestFields = false
 
     public init(baseURL: String, trust: TLSTrust, identity: ClientIdentity? = nil, maxStreams: Int = 100,
                 connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000,

@@ -91,6 +91,12 @@ public final class APNsSender: @unchecked Sendable {
         (shared.closedStreamResetsDropped.load(ordering: .relaxed), shared.closedStreamResetsPassed.load(ordering: .relaxed))
     }
 
+    /// Answered requests whose APNs header fields went to nghttp2 directly, and those answered
+    /// without them, once the workers have stopped (for tests).
+    var requestFields: (attached: Int, missed: Int) {
+        (shared.requestFieldsAttached.load(ordering: .relaxed), shared.requestFieldsMissed.load(ordering: .relaxed))
+    }
+
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {

@@ -27,9 +27,13 @@ final class ConnectionWorker: @unchecked Sendable {
     private var draining: [StreamConnection] = []
     private var slots: [StreamSlot] = []
     private var free: [Int] = []
-    private var fixedHeaders: [String] = []
     private var headerJWT: String?
     private var generation = 0
+    /// APNs header fields go to nghttp2 directly (`RequestFields`) until a request is answered
+    /// without them; then, and where CCurlRequestHeaders is not in effect, in libcurl's header list.
+    private var fieldsToNghttp2: Bool
+    private var fieldsAttached = 0
+    private var fieldsMissed = 0
     private var renewRequested = false
     private var lastRenewal: UInt64 = 0
     private var connectFailures = 0
@@ -47,6 +51,7 @@ final class ConnectionWorker: @unchecked Sendable {
         self.settings = settings
         self.shared = shared
         self.wake = try WakePipe()
+        fieldsToNghttp2 = settings.requestFieldsToNghttp2 && RequestFields.inEffect
     }
 
     private var activeCount: Int { (current?.active ?? 0) + draining.reduce(0) { $0 + $1.active } }
@@ -57,6 +62,8 @@ final class ConnectionWorker: @unchecked Sendable {
             let resets = Self.streamResetsOnThisThread()
             shared.closedStreamResetsDropped.add(resets.dropped - resetsBefore.dropped, ordering: .relaxed)
             shared.closedStreamResetsPassed.add(resets.passed - resetsBefore.passed, ordering: .relaxed)
+            shared.requestFieldsAttached.add(fieldsAttached, ordering: .relaxed)
+            shared.requestFieldsMissed.add(fieldsMissed, ordering: .relaxed)
         }
         while true {
             let now = uptimeNanoseconds()
@@ -108,16 +115,14 @@ final class ConnectionWorker: @unchecked Sendable {
             fail(jobs, why: error.description)
             return
         }
-        if jwt != headerJWT || fixedHeaders.isEmpty {
+        if jwt != headerJWT || generation == 0 {
             headerJWT = jwt
             generation += 1
-            fixedHeaders = (jwt.map { ["authorization: bearer \($0)"] } ?? []) + CurlEasy.suppressedDefaultHeaders
         }
-        let sentAt = Int(Date().timeIntervalSince1970)
         for job in jobs {
             do {
                 let slot = try takeSlot()
-                try slot.prepare(job, baseURL: settings.baseURL, fixed: fixedHeaders, generation: generation, sentAt: sentAt)
+                try slot.prepare(job, baseURL: settings.baseURL, jwt: jwt, generation: generation, fieldsToNghttp2: fieldsToNghttp2)
                 slot.jwt = jwt
                 slot.connection = conn
                 slot.startedAt = now
@@ -233,7 +238,18 @@ final class ConnectionWorker: @unchecked Sendable {
     private func complete(_ slot: StreamSlot, code: CURLcode, eventCounted: inout Bool) {
         let now = uptimeNanoseconds()
         lastActivity = now
-        let outcome = slot.outcome(code: code)
+        var outcome = slot.outcome(code: code)
+        if slot.sentWithFields, case .answered = outcome {
+            if slot.fieldsMissed {
+                // Answered, but sent without apns-topic, apns-id, authorization…: its answer says
+                // nothing about this notification. Resend it (same apns-id) with libcurl's list.
+                outcome = .transportFailure("the request left without its APNs headers (libcurl did not hand them to nghttp2); resent with libcurl's header list")
+                fieldsToNghttp2 = false
+                fieldsMissed += 1
+            } else {
+                fieldsAttached += 1
+            }
+        }
         shared.connectionsOpened.add(slot.connectsMade, ordering: .relaxed)
         let newEvent = code != CURLE_OK && !eventCounted
         if newEvent {

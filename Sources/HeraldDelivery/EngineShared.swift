@@ -112,6 +112,10 @@ final class EngineShared: Sendable {
     /// unsent ones (passed on): how tests see that Sources/CCurlClosedStreams is in the path.
     let closedStreamResetsDropped = Atomic<Int>(0)
     let closedStreamResetsPassed = Atomic<Int>(0)
+    /// Answered requests whose APNs header fields went to nghttp2 directly, and those that went
+    /// out without them (CCurlRequestHeaders bypassed), added by each worker as it stops.
+    let requestFieldsAttached = Atomic<Int>(0)
+    let requestFieldsMissed = Atomic<Int>(0)
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

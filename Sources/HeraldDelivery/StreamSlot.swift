@@ -16,7 +16,13 @@ final class StreamSlot {
     var connection: StreamConnection?
     var startedAt: UInt64 = 0
 
+    /// The header fields handed to nghttp2 directly (`RequestFields`), or nil where libcurl's
+    /// nghttp2 calls do not reach CCurlRequestHeaders.
+    private let fields: RequestFields?
+    /// Whether the request prepared last carries its fields in `fields` (else in `list`).
+    private(set) var sentWithFields = false
     private var list: UnsafeMutablePointer<curl_slist>?
+    /// What `list` holds: nil for only `CurlEasy.suppressedDefaultHeaders` (while `fields` carries the rest).
     private var listKey: HeaderKey?
     private var apnsIdLength = -1
     private var body: UnsafeMutablePointer<UInt8>
@@ -58,6 +64,8 @@ final class StreamSlot {
         path = Array(Self.pathPrefix)
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_CURLU, UnsafeMutableRawPointer(u)), "set URL handle")
+        fields = RequestFields.inEffect ? RequestFields(easy: h) : nil
+        if settings.withholdRequestFields { fields?.withheld = true }
     }
 
     deinit {
@@ -86,22 +94,31 @@ final class StreamSlot {
         try curlCheck(code, "set URL path")
     }
 
-    /// Points the handle at `job`. `fixed` are the header lines shared by every request of this
-    /// JWT generation (authorization, content-type, …).
-    func prepare(_ job: PushJob, baseURL: String, fixed: [String], generation: Int, sentAt: Int) throws(DeliveryError) {
+    /// Points the handle at `job`, carrying `jwt` (token authentication) as its authorization.
+    /// `generation` changes whenever the JWT does. With `fieldsToNghttp2` the APNs headers go to
+    /// nghttp2 directly (`RequestFields`), else in libcurl's header list.
+    func prepare(_ job: PushJob, baseURL: String, jwt: String?, generation: Int, fieldsToNghttp2: Bool) throws(DeliveryError) {
         let r = job.request
         let h = easy.handle
         easy.buffers.pointee.reset()
         easy.errorBuffer[0] = 0
         let key = HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
                             collapseId: r.collapseId, expiration: r.expiration)
-        let idCount = r.apnsId.utf8.count
-        if key != listKey || idCount != apnsIdLength || list == nil {
-            try rebuildHeaders(r, key: key, fixed: fixed)
-        } else if let data = list?.pointee.data {
-            // The first node is "apns-id: <id>", same length: overwrite the id in place.
-            var id = r.apnsId
-            id.withUTF8 { u in UnsafeMutableRawPointer(data + 9).copyMemory(from: u.baseAddress!, byteCount: u.count) }
+        if fieldsToNghttp2, let fields {
+            if list == nil || listKey != nil { try setList(CurlEasy.suppressedDefaultHeaders, key: nil, apnsId: nil) }
+            fields.prepare(r, key: key, jwt: jwt)
+            sentWithFields = true
+        } else {
+            fields?.clear()
+            sentWithFields = false
+            let idCount = r.apnsId.utf8.count
+            if key != listKey || idCount != apnsIdLength || list == nil {
+                try rebuildHeaders(r, key: key, jwt: jwt)
+            } else if let data = list?.pointee.data {
+                // The first node is "apns-id: <id>", same length: overwrite the id in place.
+                var id = r.apnsId
+                id.withUTF8 { u in UnsafeMutableRawPointer(data + 9).copyMemory(from: u.baseAddress!, byteCount: u.count) }
+            }
         }
         if r.payload.count > bodyCapacity {
             body.deallocate()
@@ -117,22 +134,31 @@ final class StreamSlot {
         self.job = job
     }
 
-    private func rebuildHeaders(_ r: PushRequest, key: HeaderKey, fixed: [String]) throws(DeliveryError) {
+    private func rebuildHeaders(_ r: PushRequest, key: HeaderKey, jwt: String?) throws(DeliveryError) {
         var lines = ["apns-id: \(r.apnsId)"]
-        lines.reserveCapacity(fixed.count + 6)
+        lines.reserveCapacity(10)
         lines.append("apns-topic: \(r.topic)")
         lines.append("apns-push-type: \(r.pushType.rawValue)")
         lines.append("apns-priority: \(r.priority)")
         if let c = r.collapseId { lines.append("apns-collapse-id: \(c)") }
         if let x = r.expiration { lines.append("apns-expiration: \(x)") }
-        lines += fixed
+        if let jwt { lines.append("authorization: bearer \(jwt)") }
+        lines += CurlEasy.suppressedDefaultHeaders
+        try setList(lines, key: key, apnsId: r.apnsId)
+    }
+
+    private func setList(_ lines: [String], key: HeaderKey?, apnsId: String?) throws(DeliveryError) {
         let new = try curlHeaderList(lines)
         try curlCheck(herald_easy_setopt_slist(easy.handle, CURLOPT_HTTPHEADER, new), "set headers")
         if let list { curl_slist_free_all(list) }
         list = new
         listKey = key
-        apnsIdLength = r.apnsId.utf8.count
+        apnsIdLength = apnsId?.utf8.count ?? -1
     }
+
+    /// True when the request prepared last was answered without its APNs header fields having
+    /// been handed to nghttp2: libcurl's calls did not reach CCurlRequestHeaders after all.
+    var fieldsMissed: Bool { sentWithFields && !(fields?.wentOut ?? true) }
 
     /// The request's outcome once libcurl reports it done.
     /// The answer's `apns-unique-id` header, when APNs sent one (development only).

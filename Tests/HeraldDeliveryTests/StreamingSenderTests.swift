@@ -41,18 +41,22 @@ import Testing
         }
     }
 
-    /// Submits in chunks as results come back, as the runner does; returns every result.
+    /// Submits in chunks as results come back, as the runner does; returns every result, or
+    /// those that came before a minute passed without any (a halted sender answers no more).
     static func stream(_ sender: APNsSender, _ all: [PushJob], ahead: Int) -> [PushResult] {
         var next = 0
         var out: [PushResult] = []
-        while out.count < all.count {
+        var lastProgress = Date()
+        while out.count < all.count, Date().timeIntervalSince(lastProgress) < 60 {
             let room = ahead - (next - out.count)
             if room > 0 && next < all.count {
                 let end = min(all.count, next + room)
                 sender.submit(Array(all[next..<end]))
                 next = end
             }
-            out += sender.results(timeout: 1)
+            let got = sender.results(timeout: 1)
+            if !got.isEmpty { lastProgress = Date() }
+            out += got
         }
         return out
     }

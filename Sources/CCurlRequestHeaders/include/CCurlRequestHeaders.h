@@ -1,0 +1,40 @@
+#ifndef HERALD_CCURL_REQUEST_HEADERS_H
+#define HERALD_CCURL_REQUEST_HEADERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// One header field as nghttp2 takes it (the layout of nghttp2_nv; names lowercase).
+typedef struct herald_nv {
+    uint8_t *name;
+    uint8_t *value;
+    size_t namelen;
+    size_t valuelen;
+    uint8_t flags;
+} herald_nv;
+
+/// The APNs header fields of one easy handle's next request, handed to nghttp2 directly instead
+/// of through libcurl's header list (see request_headers.c). Owned by the caller, registered for
+/// as long as `easy` may send; `nv` and the bytes it points to must stay valid until the next
+/// request is prepared.
+typedef struct herald_request_headers {
+    /// The libcurl easy handle (CURL *) these go out with.
+    void *easy;
+    herald_nv *nv;
+    size_t count;
+    /// Set to 1 by the caller when it prepares a request; set to 0 once the fields went out with it.
+    int pending;
+    /// Tests only: 1 makes the request go out without the fields, as if this file were not in use.
+    int withheld;
+    struct herald_request_headers *next;
+} herald_request_headers;
+
+void herald_request_headers_register(herald_request_headers *h);
+void herald_request_headers_unregister(herald_request_headers *h);
+
+/// 1 when libcurl's requests reach this file's nghttp2_submit_request (libcurl calls nghttp2
+/// through the dynamic linker and this executable's definition comes first), else 0: then the
+/// fields must go in libcurl's header list.
+int herald_request_headers_in_effect(void);
+
+#endif

@@ -1,0 +1,95 @@
+// Why this file exists: libcurl 7.88 turns every request into HTTP/1.1 text first and parses
+// that text back into HTTP/2 header fields. A header from CURLOPT_HTTPHEADER is formatted into
+// the text one byte at a time (Curl_dyn_addf -> dprintf_formatf -> a Curl_dyn_addn per byte)
+// and then compared, parsed and copied again. For an APNs request (authorization, apns-id,
+// apns-topic, apns-push-type, apns-priority, apns-expiration: ~450 bytes) that is about 45,000
+// instructions per push in callgrind, a sixth of everything herald does per push, all on the
+// connection thread. libcurl has no way to hand it header fields ready made.
+//
+// How: this object defines nghttp2_submit_request, the one call in which libcurl gives nghttp2
+// a request's header fields, with the easy handle as the stream's user data. The executable's
+// definition comes first in the dynamic linker's lookup, so libcurl's call arrives here (as in
+// closed_streams.c). If the easy handle has registered fields, they are appended to libcurl's
+// (which then hold only the pseudo-headers and content-length) and the call is passed on to
+// libnghttp2's own, which copies the array before returning. Otherwise the call passes on
+// untouched. `pending` tells the caller the fields went out: a request that got an answer with
+// `pending` still set left without them, and herald falls back to libcurl's header list.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "CCurlRequestHeaders.h"
+
+typedef int32_t (*submit_fn)(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
+                             const void *data_prd, void *stream_user_data);
+
+enum { BUCKETS = 1024, ON_STACK = 32 };
+
+/// Registered fields by easy handle. A mutex, because slots are created and freed on their
+/// connection's thread while other connections look up theirs; it is held only to search.
+static herald_request_headers *buckets[BUCKETS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t bucket(const void *easy) { return ((uintptr_t)easy >> 4) & (BUCKETS - 1); }
+
+void herald_request_headers_register(herald_request_headers *h) {
+    pthread_mutex_lock(&lock);
+    herald_request_headers **b = &buckets[bucket(h->easy)];
+    h->next = *b;
+    *b = h;
+    pthread_mutex_unlock(&lock);
+}
+
+void herald_request_headers_unregister(herald_request_headers *h) {
+    pthread_mutex_lock(&lock);
+    for (herald_request_headers **p = &buckets[bucket(h->easy)]; *p; p = &(*p)->next) {
+        if (*p == h) {
+            *p = h->next;
+            break;
+        }
+    }
+    h->next = NULL;
+    pthread_mutex_unlock(&lock);
+}
+
+static herald_request_headers *lookup(const void *easy) {
+    pthread_mutex_lock(&lock);
+    herald_request_headers *h = buckets[bucket(easy)];
+    while (h && h->easy != easy) h = h->next;
+    pthread_mutex_unlock(&lock);
+    return h;
+}
+
+static submit_fn next_submit(void) {
+    static submit_fn cached;
+    submit_fn next = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!next) {
+        next = (submit_fn)dlsym(RTLD_NEXT, "nghttp2_submit_request");
+        __atomic_store_n(&cached, next, __ATOMIC_RELAXED);
+    }
+    return next;
+}
+
+int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
+                               const void *data_prd, void *stream_user_data) {
+    submit_fn next = next_submit();
+    herald_request_headers *h = stream_user_data ? lookup(stream_user_data) : NULL;
+    if (!h || h->withheld || h->count == 0) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
+    herald_nv on_stack[ON_STACK];
+    size_t total = nvlen + h->count;
+    herald_nv *all = total <= ON_STACK ? on_stack : malloc(total * sizeof *all);
+    if (!all) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
+    memcpy(all, nva, nvlen * sizeof *all);
+    memcpy(all + nvlen, h->nv, h->count * sizeof *all);
+    int32_t stream_id = next(session, pri_spec, all, total, data_prd, stream_user_data);
+    if (stream_id > 0) h->pending = 0;
+    if (all != on_stack) free(all);
+    return stream_id;
+}
+
+int herald_request_headers_in_effect(void) {
+    void *first = dlsym(RTLD_DEFAULT, "nghttp2_submit_request");
+    return first == (void *)&nghttp2_submit_request && next_submit() != NULL;
+}

@@ -1,0 +1,102 @@
+internal import CCurlRequestHeaders
+
+/// The APNs header fields of one streaming slot's requests, ready for nghttp2, which
+/// CCurlRequestHeaders appends to the request libcurl submits. libcurl's own header list formats
+/// each byte through its printf engine and parses the result back (about 45,000 instructions per
+/// push); these are copied once by nghttp2 instead.
+///
+/// Per request only the apns-id changes: it has its own buffer, every other field is laid out
+/// again only when the request's other headers or the JWT change.
+final class RequestFields {
+    /// Whether libcurl's nghttp2_submit_request calls reach CCurlRequestHeaders in this process.
+    static let inEffect = herald_request_headers_in_effect() == 1
+
+    /// apns-id, apns-topic, apns-push-type, apns-priority, apns-collapse-id, apns-expiration, authorization.
+    private static let maxFields = 7
+
+    private let registered: UnsafeMutablePointer<herald_request_headers>
+    private let nv: UnsafeMutablePointer<herald_nv>
+    private var bytes: UnsafeMutablePointer<UInt8>
+    private var capacity = 1024
+    private var id: UnsafeMutablePointer<UInt8>
+    private var idCapacity = 64
+    private var key: StreamSlot.HeaderKey?
+
+    init(easy: UnsafeMutableRawPointer) {
+        nv = .allocate(capacity: Self.maxFields)
+        bytes = .allocate(capacity: capacity)
+        id = .allocate(capacity: idCapacity)
+        registered = .allocate(capacity: 1)
+        registered.initialize(to: herald_request_headers(easy: easy, nv: nv, count: 0, pending: 0, withheld: 0, next: nil))
+        herald_request_headers_register(registered)
+    }
+
+    deinit {
+        herald_request_headers_unregister(registered)
+        registered.deallocate()
+        nv.deallocate()
+        bytes.deallocate()
+        id.deallocate()
+    }
+
+    /// Sets the fields of `r`'s request, to go out with the handle's next transfer.
+    func prepare(_ r: PushRequest, key: StreamSlot.HeaderKey, jwt: String?) {
+        if key != self.key || registered.pointee.count == 0 { layOut(r, jwt: jwt) }
+        var apnsId = r.apnsId
+        apnsId.withUTF8 { u in
+            if u.count > idCapacity {
+                id.deallocate()
+                idCapacity = u.count
+                id = .allocate(capacity: idCapacity)
+            }
+            id.update(from: u.baseAddress!, count: u.count)
+            nv[0].value = id
+            nv[0].valuelen = u.count
+        }
+        self.key = key
+        registered.pointee.pending = 1
+    }
+
+    /// Takes the fields off the handle: its requests go out with libcurl's header list.
+    func clear() {
+        registered.pointee.count = 0
+        registered.pointee.pending = 0
+        key = nil
+    }
+
+    /// False while the request prepared last has not been handed to nghttp2 with these fields.
+    var wentOut: Bool { registered.pointee.pending == 0 }
+
+    /// Tests only: the next requests go out without the fields, as when libcurl's calls do not reach CCurlRequestHeaders.
+    var withheld: Bool {
+        get { registered.pointee.withheld != 0 }
+        set { registered.pointee.withheld = newValue ? 1 : 0 }
+    }
+
+    private func layOut(_ r: PushRequest, jwt: String?) {
+        var fields: [(String, String)] = [("apns-id", ""), ("apns-topic", r.topic), ("apns-push-type", r.pushType.rawValue),
+                                          ("apns-priority", String(r.priority))]
+        if let c = r.collapseId { fields.append(("apns-collapse-id", c)) }
+        if let x = r.expiration { fields.append(("apns-expiration", String(x))) }
+        if let jwt { fields.append(("authorization", "bearer " + jwt)) }
+        let needed = fields.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count }
+        if needed > capacity {
+            bytes.deallocate()
+            capacity = needed
+            bytes = .allocate(capacity: capacity)
+        }
+        var at = 0
+        func put(_ s: String) -> (UnsafeMutablePointer<UInt8>, Int) {
+            let start = bytes + at
+            var s = s
+            s.withUTF8 { u in if let base = u.baseAddress { start.update(from: base, count: u.count) } }
+            at += s.utf8.count
+            return (start, s.utf8.count)
+        }
+        for (i, (name, value)) in fields.enumerated() {
+            let n = put(name), v = put(value)
+            nv[i] = herald_nv(name: n.0, value: v.0, namelen: n.1, valuelen: v.1, flags: 0)
+        }
+        registered.pointee.count = fields.count
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import HeraldCore
+@testable import HeraldDelivery
+import HeraldSimulator
+import HeraldTestSupport
+import Testing
+
+/// The APNs header fields of streamed requests, handed to nghttp2 directly by
+/// Sources/CCurlRequestHeaders, against the simulator's request log: every request carries
+/// exactly its own fields, on that path and on the fallback through libcurl's header list.
+@Suite(.serialized) struct RequestFieldsTests {
+    typealias Fixture = StreamingSenderTests.Fixture
+
+    /// Requests whose other headers change from one to the next, so the fields are laid out
+    /// again between requests of one slot as well as patched (apns-id only).
+    static func mixedJobs(_ range: ClosedRange<Int>) -> [PushJob] {
+        range.map { i in
+            let background = i % 7 == 0
+            return PushJob(index: i, request: PushRequest(
+                token: try! DeviceToken.normalize(String(format: "%064x", i)).get(),
+                payload: Array((background ? #"{"aps":{"content-available":1}}"# : #"{"aps":{"alert":"hi \#(i)"}}"#).utf8),
+                apnsId: String(format: "00000000-0000-5000-8000-%012x", i), topic: StreamingSenderTests.bundle,
+                pushType: background ? .background : .alert, priority: background ? 5 : 10,
+                collapseId: i % 3 == 0 ? "herald:\(i % 5)" : nil, expiration: i % 4 == 0 ? 1_900_000_000 + i : nil))
+        }
+    }
+
+    /// What the log must show for job `i`'s request.
+    static func expectedHeaders(_ job: PushJob) -> [String: String] {
+        let r = job.request
+        var h = ["apns-id": r.apnsId, "apns-topic": r.topic, "apns-push-type": r.pushType.rawValue, "apns-priority": String(r.priority)]
+        if let c = r.collapseId { h["apns-collapse-id"] = c }
+        if let x = r.expiration { h["apns-expiration"] = String(x) }
+        return h
+    }
+
+    static func checkLog(_ log: [SimulatorRequestLog.Entry], against jobs: [PushJob]) {
+        let byId = Dictionary(uniqueKeysWithValues: jobs.map { ($0.request.apnsId, $0) })
+        let apnsNames: Set<String> = ["apns-id", "apns-topic", "apns-push-type", "apns-priority", "apns-collapse-id", "apns-expiration"]
+        var seen: Set<String> = []
+        for entry in log {
+            guard let id = entry.headers["apns-id"], let job = byId[id] else {
+                Issue.record("a request without a known apns-id: \(entry.headers)")
+                continue
+            }
+            seen.insert(id)
+            #expect(entry.headers.filter { apnsNames.contains($0.key) } == Self.expectedHeaders(job), "request \(job.index)")
+            #expect(entry.path == "/3/device/" + job.request.token.hex)
+            #expect(entry.otherHeaderNames == ["content-length"], "\(entry.otherHeaderNames)")
+            #expect(entry.jwtIat != nil, "authorization carried")
+            #expect(entry.status == 200, "\(entry.status ?? 0) \(entry.reason ?? "")")
+        }
+        #expect(seen.count == jobs.count)
+    }
+
+    @Test func apnsHeadersGoStraightToNghttp2WithEachRequestsOwnValues() throws {
+        #expect(RequestFields.inEffect, "libcurl's nghttp2_submit_request calls must reach CCurlRequestHeaders")
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        let sender = try APNsSender(settings: f.settings(streams: 30), connections: 2, token: try f.token())
+        let jobs = Self.mixedJobs(1...400)
+        let results = StreamingSenderTests.stream(sender, jobs, ahead: 80)
+        sender.shutdown()
+        #expect(results.count == 400 && results.allSatisfy { $0.outcome.status == 200 })
+        let log = f.sim.requestLog.entries()
+        #expect(log.count == 400)
+        Self.checkLog(log, against: jobs)
+        #expect(sender.requestFields == (attached: 400, missed: 0))
+    }
+
+    @Test func libcurlsHeaderListCarriesTheSameFieldsWhenTheShimIsOff() throws {
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        var settings = f.settings(streams: 30)
+        settings.requestFieldsToNghttp2 = false
+        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
+        let jobs = Self.mixedJobs(1...200)
+        let results = StreamingSenderTests.stream(sender, jobs, ahead: 60)
+        sender.shutdown()
+        #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
+        Self.checkLog(f.sim.requestLog.entries(), against: jobs)
+        #expect(sender.requestFields == (attached: 0, missed: 0))
+    }
+
+    /// If libcurl's call did not reach the shim, requests would leave without topic, apns-id and
+    /// authorization. Their answers say nothing about the notification: each is a transport
+    /// failure (resent with the same apns-id), never a verdict, and the worker falls back to
+    /// libcurl's header list for everything after.
+    @Test func requestsThatLeftWithoutTheirFieldsAreResentThroughTheHeaderList() throws {
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        var settings = f.settings(streams: 10)
+        settings.withholdRequestFields = true
+        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
+        let jobs = Self.mixedJobs(1...100)
+        var results = StreamingSenderTests.stream(sender, jobs, ahead: 10)
+        #expect(!sender.halted, "a 403 MissingProviderToken to a bare request must not abort the campaign")
+        let lost = Set(results.filter { $0.outcome.isTransportFailure }.map(\.index))
+        #expect(!lost.isEmpty && lost.count <= 10, "only the requests in flight when the worker noticed: \(lost.count)")
+        results = results.filter { !lost.contains($0.index) } + StreamingSenderTests.stream(sender, jobs.filter { lost.contains($0.index) }, ahead: 10)
+        sender.shutdown()
+        #expect(results.count == 100 && results.allSatisfy { $0.outcome.status == 200 })
+        let log = f.sim.requestLog.entries()
+        let bare = log.filter { $0.headers["apns-id"] == nil }
+        #expect(bare.count == lost.count && bare.allSatisfy { $0.status != 200 && $0.jwtIat == nil })
+        Self.checkLog(log.filter { $0.headers["apns-id"] != nil }, against: jobs)
+        #expect(sender.requestFields == (attached: 0, missed: lost.count))
+    }
+}
