@@ -66,6 +66,10 @@ def free_port():
         return s.getsockname()[1]
 
 
+# User + system CPU seconds of the last run_measured command (GNU time), None without it.
+LAST_CPU_SECONDS = None
+
+
 def run_measured(cmd, env=None):
     """Runs cmd pinned to the client core: (wall seconds, exit code, peak RSS MiB, stdout, stderr).
     Peak RSS is GNU time's (%M): wait4's ru_maxrss from Python is wrong for small clients, since a
@@ -74,7 +78,7 @@ def run_measured(cmd, env=None):
     out_path = os.path.join(WORK, "last.stdout")
     err_path = os.path.join(WORK, "last.stderr")
     rss_path = os.path.join(WORK, "last.rss")
-    timer = ["/usr/bin/time", "-f", "%M", "-o", rss_path] if os.path.exists("/usr/bin/time") else []
+    timer = ["/usr/bin/time", "-f", "%U %S %M", "-o", rss_path] if os.path.exists("/usr/bin/time") else []
     with open(out_path, "wb") as o, open(err_path, "wb") as e:
         p = subprocess.run(timer + ["taskset", "-c", CLIENT_CPU] + cmd, stdout=o, stderr=e, env=env)
     wall = time.monotonic() - started
@@ -83,6 +87,8 @@ def run_measured(cmd, env=None):
         with open(rss_path) as f:
             lines = f.read().split()
             rss = int(lines[-1]) / 1024 if lines and lines[-1].isdigit() else None
+            global LAST_CPU_SECONDS
+            LAST_CPU_SECONDS = float(lines[-3]) + float(lines[-2]) if len(lines) >= 3 else None
     with open(out_path, "rb") as o, open(err_path, "rb") as e:
         return wall, p.returncode, rss, o.read().decode(errors="replace"), e.read().decode(errors="replace")
 
@@ -188,7 +194,10 @@ def run_herald(herald, job, name):
         summary = json.load(f)
     c = summary["counts"]
     return {"recipients": c["distinct"], "sent": c["sent"], "failed": c["failed"], "wall_seconds": round(wall, 2),
-            "rate": round(c["distinct"] / wall, 1), "peak_rss_mib": round(rss, 1) if rss else None, "by_reason": summary.get("by_reason", {})}
+            "rate": round(c["distinct"] / wall, 1), "peak_rss_mib": round(rss, 1) if rss else None, "by_reason": summary.get("by_reason", {}),
+            # Its core's share spent on herald: near 1.0 means CPU-bound, lower means waiting (disk, network, scheduling).
+            "cpu_seconds": round(LAST_CPU_SECONDS, 2) if LAST_CPU_SECONDS else None,
+            "busy": round(LAST_CPU_SECONDS / wall, 2) if LAST_CPU_SECONDS else None}
 
 
 def write_curl_config(path, si, jwt, payload, n):
@@ -334,7 +343,7 @@ def main():
             r = run_herald(herald, job, "standin-1m")
             runs["herald"].append(r)
             log(f"rep {rep}: herald {r['recipients']:,} recipients in {r['wall_seconds']} s = {r['rate']:,.0f}/s, "
-                f"peak RSS {r['peak_rss_mib']} MiB ({r['sent']:,} sent, {r['failed']:,} failed)")
+                f"peak RSS {r['peak_rss_mib']} MiB ({r['sent']:,} sent, {r['failed']:,} failed), core busy {r['busy']}")
             if shutil.which("curl"):
                 r = run_curl(curl_cfg, peer_n)
                 runs["curl"].append(r)
