@@ -9,9 +9,10 @@
 // How: this object defines nghttp2_submit_request, the one call in which libcurl gives nghttp2
 // a request's header fields, with the easy handle as the stream's user data. The executable's
 // definition comes first in the dynamic linker's lookup, so libcurl's call arrives here (as in
-// closed_streams.c). If the easy handle has registered fields, they are appended to libcurl's
-// (which then hold only the pseudo-headers and content-length) and the call is passed on to
-// libnghttp2's own, which copies the array before returning. Otherwise the call passes on
+// closed_streams.c). If the easy handle has registered fields, they are added to libcurl's (which
+// then hold only :method, :path and :scheme: herald also clears libcurl's Host and Content-Length,
+// each one more aprintf per request, and sends :authority and content-length itself) and the call
+// is passed on to libnghttp2's own, which copies the array before returning. Otherwise the call passes on
 // untouched. `pending` tells the caller the fields went out: a request that got an answer with
 // `pending` still set left without them, and herald falls back to libcurl's header list.
 #define _GNU_SOURCE
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "CCurlRequestHeaders.h"
 
 typedef int32_t (*submit_fn)(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
@@ -72,6 +74,25 @@ static submit_fn next_submit(void) {
     return next;
 }
 
+static int is_pseudo(const herald_nv *f) { return f->namelen > 0 && f->name[0] == ':'; }
+
+static int has_field(const herald_nv *nva, size_t nvlen, const herald_nv *f) {
+    for (size_t i = 0; i < nvlen; i++) {
+        if (nva[i].namelen == f->namelen && strncasecmp((const char *)nva[i].name, (const char *)f->name, f->namelen) == 0) return 1;
+    }
+    return 0;
+}
+
+/// Appends `h`'s pseudo (`pseudo` 1) or regular fields to `out` at `*n`.
+static void add_fields(herald_nv *out, size_t *n, const herald_request_headers *h, int pseudo, const herald_nv *nva, size_t nvlen) {
+    for (size_t i = 0; i < h->count; i++) {
+        const herald_nv *f = &h->nv[i];
+        if (is_pseudo(f) != pseudo) continue;
+        if (i < h->optional && has_field(nva, nvlen, f)) continue;
+        out[(*n)++] = *f;
+    }
+}
+
 int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                                const void *data_prd, void *stream_user_data) {
     submit_fn next = next_submit();
@@ -81,9 +102,17 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     size_t total = nvlen + h->count;
     herald_nv *all = total <= ON_STACK ? on_stack : malloc(total * sizeof *all);
     if (!all) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
-    memcpy(all, nva, nvlen * sizeof *all);
-    memcpy(all + nvlen, h->nv, h->count * sizeof *all);
-    int32_t stream_id = next(session, pri_spec, all, total, data_prd, stream_user_data);
+    // Pseudo-headers must precede every regular field (RFC 9113 §8.3).
+    size_t lead = 0;
+    while (lead < nvlen && is_pseudo(&nva[lead])) lead++;
+    size_t n = 0;
+    memcpy(all, nva, lead * sizeof *all);
+    n = lead;
+    add_fields(all, &n, h, 1, nva, nvlen);
+    memcpy(all + n, nva + lead, (nvlen - lead) * sizeof *all);
+    n += nvlen - lead;
+    add_fields(all, &n, h, 0, nva, nvlen);
+    int32_t stream_id = next(session, pri_spec, all, n, data_prd, stream_user_data);
     if (stream_id > 0) h->pending = 0;
     if (all != on_stack) free(all);
     return stream_id;

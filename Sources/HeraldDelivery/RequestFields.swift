@@ -5,14 +5,22 @@ internal import CCurlRequestHeaders
 /// each byte through its printf engine and parses the result back (about 45,000 instructions per
 /// push); these are copied once by nghttp2 instead.
 ///
-/// Per request only the apns-id changes: it has its own buffer, every other field is laid out
-/// again only when the request's other headers or the JWT change.
+/// Per request only the apns-id and content-length change: each has its own buffer, every other
+/// field is laid out again only when the request's other headers or the JWT change. :authority
+/// and content-length replace libcurl's Host and Content-Length (`clearedByFields`), each an
+/// aprintf per request in libcurl 7.88.
 final class RequestFields {
     /// Whether libcurl's nghttp2_submit_request calls reach CCurlRequestHeaders in this process.
     static let inEffect = herald_request_headers_in_effect() == 1
 
-    /// apns-id, apns-topic, apns-push-type, apns-priority, apns-collapse-id, apns-expiration, authorization.
-    private static let maxFields = 7
+    /// :authority, content-length, apns-id, apns-topic, apns-push-type, apns-priority,
+    /// apns-collapse-id, apns-expiration, authorization.
+    private static let maxFields = 9
+    /// Where the per-request values sit in `nv`; the fields before `apnsIdField` are the optional ones.
+    private static let lengthField = 1, apnsIdField = 2
+
+    /// Header lines that keep libcurl from making the fields this type makes itself.
+    static let clearedByFields = ["Host:", "Content-Length:"]
 
     private let registered: UnsafeMutablePointer<herald_request_headers>
     private let nv: UnsafeMutablePointer<herald_nv>
@@ -21,13 +29,19 @@ final class RequestFields {
     private var id: UnsafeMutablePointer<UInt8>
     private var idCapacity = 64
     private var key: StreamSlot.HeaderKey?
+    private let authority: String
+    private let length: UnsafeMutablePointer<UInt8>
 
-    init(easy: UnsafeMutableRawPointer) {
+    /// `authority` is the endpoint's `host[:port]`, as libcurl's Host header would give it.
+    init(easy: UnsafeMutableRawPointer, authority: String) {
+        self.authority = authority
+        length = .allocate(capacity: 20)
         nv = .allocate(capacity: Self.maxFields)
         bytes = .allocate(capacity: capacity)
         id = .allocate(capacity: idCapacity)
         registered = .allocate(capacity: 1)
-        registered.initialize(to: herald_request_headers(easy: easy, nv: nv, count: 0, pending: 0, withheld: 0, next: nil))
+        registered.initialize(to: herald_request_headers(easy: easy, nv: nv, count: 0, optional: Self.apnsIdField, pending: 0,
+                                                          withheld: 0, next: nil))
         herald_request_headers_register(registered)
     }
 
@@ -37,6 +51,7 @@ final class RequestFields {
         nv.deallocate()
         bytes.deallocate()
         id.deallocate()
+        length.deallocate()
     }
 
     /// Sets the fields of `r`'s request, to go out with the handle's next transfer.
@@ -50,9 +65,11 @@ final class RequestFields {
                 id = .allocate(capacity: idCapacity)
             }
             id.update(from: u.baseAddress!, count: u.count)
-            nv[0].value = id
-            nv[0].valuelen = u.count
+            nv[Self.apnsIdField].value = id
+            nv[Self.apnsIdField].valuelen = u.count
         }
+        nv[Self.lengthField].value = length
+        nv[Self.lengthField].valuelen = Self.writeDecimal(r.payload.count, to: length)
         self.key = key
         registered.pointee.pending = 1
     }
@@ -74,7 +91,7 @@ final class RequestFields {
     }
 
     private func layOut(_ r: PushRequest, jwt: String?) {
-        var fields: [(String, String)] = [("apns-id", ""), ("apns-topic", r.topic), ("apns-push-type", r.pushType.rawValue),
+        var fields: [(String, String)] = [(":authority", authority), ("content-length", ""), ("apns-id", ""), ("apns-topic", r.topic), ("apns-push-type", r.pushType.rawValue),
                                           ("apns-priority", String(r.priority))]
         if let c = r.collapseId { fields.append(("apns-collapse-id", c)) }
         if let x = r.expiration { fields.append(("apns-expiration", String(x))) }
@@ -98,5 +115,17 @@ final class RequestFields {
             nv[i] = herald_nv(name: n.0, value: v.0, namelen: n.1, valuelen: v.1, flags: 0)
         }
         registered.pointee.count = fields.count
+    }
+
+    /// Writes `n` (≥ 0) in decimal at `to`; returns the digit count.
+    private static func writeDecimal(_ n: Int, to: UnsafeMutablePointer<UInt8>) -> Int {
+        var digits = 1, rest = n / 10
+        while rest > 0 { digits += 1; rest /= 10 }
+        var v = n
+        for i in stride(from: digits - 1, through: 0, by: -1) {
+            to[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
+            v /= 10
+        }
+        return digits
     }
 }

@@ -64,7 +64,7 @@ final class StreamSlot {
         path = Array(Self.pathPrefix)
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_CURLU, UnsafeMutableRawPointer(u)), "set URL handle")
-        fields = RequestFields.inEffect ? RequestFields(easy: h) : nil
+        fields = RequestFields.inEffect ? RequestFields(easy: h, authority: Self.authority(of: settings.baseURL)) : nil
         if settings.withholdRequestFields { fields?.withheld = true }
     }
 
@@ -105,7 +105,9 @@ final class StreamSlot {
         let key = HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
                             collapseId: r.collapseId, expiration: r.expiration)
         if fieldsToNghttp2, let fields {
-            if list == nil || listKey != nil { try setList(CurlEasy.suppressedDefaultHeaders, key: nil, apnsId: nil) }
+            if list == nil || listKey != nil {
+                try setList(CurlEasy.suppressedDefaultHeaders + RequestFields.clearedByFields, key: nil, apnsId: nil)
+            }
             fields.prepare(r, key: key, jwt: jwt)
             sentWithFields = true
         } else {
@@ -154,6 +156,15 @@ final class StreamSlot {
         list = new
         listKey = key
         apnsIdLength = apnsId?.utf8.count ?? -1
+    }
+
+    /// `host[:port]` of `https://host[:port]`, the port left out when it is 443, as libcurl writes Host.
+    static func authority(of baseURL: String) -> String {
+        var rest = Substring(baseURL)
+        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        if let slash = rest.firstIndex(of: "/") { rest = rest[..<slash] }
+        if rest.hasSuffix(":443") { rest = rest.dropLast(4) }
+        return String(rest)
     }
 
     /// True when the request prepared last was answered without its APNs header fields having

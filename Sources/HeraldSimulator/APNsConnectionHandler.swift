@@ -20,6 +20,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private struct PendingStream {
         var method = ""
         var path = ""
+        var authority: String?
         var fields: [(name: String, value: String)] = []
         var body: [UInt8] = []
         var bodyLength = 0
@@ -64,6 +65,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
                     switch name {
                     case ":method": stream.method = value
                     case ":path": stream.path = value
+                    case ":authority": stream.authority = value
                     case _ where name.hasPrefix(":"): continue
                     default: stream.fields.append((name, value))
                     }
@@ -149,8 +151,9 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private func requestEnded(_ id: HTTP2StreamID, _ stream: PendingStream, context: ChannelHandlerContext) {
         requests += 1
         let number = requests
-        let request = SimulatorRequest(method: stream.method, path: stream.path, headers: stream.fields,
+        var request = SimulatorRequest(method: stream.method, path: stream.path, headers: stream.fields,
                                        body: stream.body, bodyLength: stream.bodyLength)
+        request.authority = stream.authority
         let streamNumber = Int(id)
         let log = policy.log
         let connectionId = connection.id

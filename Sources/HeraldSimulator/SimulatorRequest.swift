@@ -6,6 +6,8 @@ import HeraldCore
 public struct SimulatorRequest: Sendable {
     public var method: String
     public var path: String
+    /// `:authority` (the host and port the client addressed), if sent.
+    public var authority: String?
     /// Regular (non-pseudo) header fields in arrival order; names lowercase as HTTP/2 requires.
     public var headers: [(name: String, value: String)]
     /// The body, possibly cut at `SimulatorRequest.bodyKeepLimit` bytes.

@@ -26,6 +26,8 @@ public final class SimulatorRequestLog: Sendable {
         public var stream: Int
         public var method: String
         public var path: String
+        /// `:authority`, if sent.
+        public var authority: String?
         /// The device token from `:path`, as sent, if there was one.
         public var token: String?
         /// `apns-*` headers as sent, and `authorization` redacted to `bearer kid=… iss=… iat=…`.
@@ -59,6 +61,7 @@ public final class SimulatorRequestLog: Sendable {
             self.stream = stream
             self.method = request.method
             self.path = request.path
+            self.authority = request.authority
             self.token = verdict?.token ?? request.pathToken.flatMap { $0.isEmpty ? nil : $0 }
             self.jwtKid = verdict?.providerToken?.kid
             self.jwtIss = verdict?.providerToken?.iss

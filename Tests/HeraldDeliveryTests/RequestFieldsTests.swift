@@ -34,7 +34,7 @@ import Testing
         return h
     }
 
-    static func checkLog(_ log: [SimulatorRequestLog.Entry], against jobs: [PushJob]) {
+    static func checkLog(_ log: [SimulatorRequestLog.Entry], against jobs: [PushJob], authority: String) {
         let byId = Dictionary(uniqueKeysWithValues: jobs.map { ($0.request.apnsId, $0) })
         let apnsNames: Set<String> = ["apns-id", "apns-topic", "apns-push-type", "apns-priority", "apns-collapse-id", "apns-expiration"]
         var seen: Set<String> = []
@@ -47,6 +47,7 @@ import Testing
             #expect(entry.headers.filter { apnsNames.contains($0.key) } == Self.expectedHeaders(job), "request \(job.index)")
             #expect(entry.path == "/3/device/" + job.request.token.hex)
             #expect(entry.otherHeaderNames == ["content-length"], "\(entry.otherHeaderNames)")
+            #expect(entry.authority == authority)
             #expect(entry.jwtIat != nil, "authorization carried")
             #expect(entry.status == 200, "\(entry.status ?? 0) \(entry.reason ?? "")")
         }
@@ -64,8 +65,17 @@ import Testing
         #expect(results.count == 400 && results.allSatisfy { $0.outcome.status == 200 })
         let log = f.sim.requestLog.entries()
         #expect(log.count == 400)
-        Self.checkLog(log, against: jobs)
+        Self.checkLog(log, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
         #expect(sender.requestFields == (attached: 400, missed: 0))
+    }
+
+    /// :authority as libcurl's Host header gives it: the port left out when it is https' own.
+    @Test func authorityIsTheEndpointsHostAndPort() {
+        #expect(StreamSlot.authority(of: "https://api.push.apple.com") == "api.push.apple.com")
+        #expect(StreamSlot.authority(of: "https://api.push.apple.com:443") == "api.push.apple.com")
+        #expect(StreamSlot.authority(of: "https://api.sandbox.push.apple.com:2197") == "api.sandbox.push.apple.com:2197")
+        #expect(StreamSlot.authority(of: "https://[::1]:8443") == "[::1]:8443")
+        #expect(StreamSlot.authority(of: "https://127.0.0.1:4433/") == "127.0.0.1:4433")
     }
 
     @Test func libcurlsHeaderListCarriesTheSameFieldsWhenTheShimIsOff() throws {
@@ -78,7 +88,7 @@ import Testing
         let results = StreamingSenderTests.stream(sender, jobs, ahead: 60)
         sender.shutdown()
         #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
-        Self.checkLog(f.sim.requestLog.entries(), against: jobs)
+        Self.checkLog(f.sim.requestLog.entries(), against: jobs, authority: "127.0.0.1:\(f.sim.port)")
         #expect(sender.requestFields == (attached: 0, missed: 0))
     }
 
@@ -103,7 +113,7 @@ import Testing
         let log = f.sim.requestLog.entries()
         let bare = log.filter { $0.headers["apns-id"] == nil }
         #expect(bare.count == lost.count && bare.allSatisfy { $0.status != 200 && $0.jwtIat == nil })
-        Self.checkLog(log.filter { $0.headers["apns-id"] != nil }, against: jobs)
+        Self.checkLog(log.filter { $0.headers["apns-id"] != nil }, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
         #expect(sender.requestFields == (attached: 0, missed: lost.count))
     }
 }

@@ -22,6 +22,10 @@ typedef struct herald_request_headers {
     void *easy;
     herald_nv *nv;
     size_t count;
+    /// The first `optional` fields go out only if libcurl's own lack a field of that name
+    /// (:authority, content-length: libcurl makes them when not told otherwise, and another
+    /// libcurl may make them anyway). Fields named ":…" are placed after libcurl's pseudo-headers.
+    size_t optional;
     /// Set to 1 by the caller when it prepares a request; set to 0 once the fields went out with it.
     int pending;
     /// Tests only: 1 makes the request go out without the fields, as if this file were not in use.
