@@ -46,7 +46,7 @@ public enum ConnectionProbe {
             try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, errorBuffer), "set error buffer")
             try settings.trust.apply(to: h)
             try settings.identity?.apply(to: h)
-            try settings.proxy?.apply(to: h)
+            try ProxySettings.apply(settings.proxy, to: h)
         } catch {
             return .unreachable(error.description)
         }

@@ -56,7 +56,7 @@ final class CurlEasy {
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verify host")
         try tls.apply(to: h)
         try identity?.apply(to: h)
-        try proxy?.apply(to: h)
+        try ProxySettings.apply(proxy, to: h)
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMs), "set connect timeout")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, requestTimeoutMs), "set request timeout")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_POST, 1), "set POST")

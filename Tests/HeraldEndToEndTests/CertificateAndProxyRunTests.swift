@@ -122,4 +122,32 @@ import Testing
         #expect(proxy.tunnels == 2, "\(proxy.tunnels) tunnels")
         #expect(!(r.stdout + r.stderr).contains("pr0xy-s3cret"))
     }
+
+    /// Without `apns.proxy`, libcurl's default: https_proxy from the environment carries the
+    /// pushes; without it they go direct. (herald reads the environment once, at start, and
+    /// tells libcurl "direct" when it names no proxy, so libcurl stops looking per transfer.)
+    @Test func withoutTheKeyTheEnvironmentsHttpsProxyIsUsedAndOtherwiseNone() throws {
+        let key = TestKey()
+        let (sim, url) = try startSimulator(["--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
+                                             "--auth-public-key", try dir.write("sim/pub.pem", key.publicKeyPEM)])
+        defer { _ = sim.stop() }
+        let proxy = try ConnectProxy()
+        defer { proxy.stop() }
+        let job = try writeJob("""
+              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
+            """)
+        let unset = ["https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": ""]
+        let viaProxy = try run(job, url: url, env: unset.merging(["https_proxy": proxy.url]) { _, new in new })
+        #expect(viaProxy.status == 0, "\(viaProxy.stdout)\(viaProxy.stderr)")
+        #expect(try counts()["sent"] == Self.recipients)
+        #expect(proxy.tunnels == 1, "the campaign's connection (no probe without apns.proxy): \(proxy.tunnels)")
+
+        try? FileManager.default.removeItem(atPath: dir.file("state"))
+        try? FileManager.default.removeItem(atPath: dir.file("reports"))
+        let direct = try run(job, url: url, env: unset)
+        #expect(direct.status == 0, "\(direct.stdout)\(direct.stderr)")
+        #expect(try counts()["sent"] == Self.recipients)
+        #expect(proxy.tunnels == 1, "no tunnel without a proxy in the environment")
+        #expect(requestLog().count == 2 * Self.recipients)
+    }
 }
