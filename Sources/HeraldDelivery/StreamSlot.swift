@@ -22,7 +22,8 @@ final class StreamSlot {
     /// Whether the request prepared last carries its fields in `fields` (else in `list`).
     private(set) var sentWithFields = false
     private var list: UnsafeMutablePointer<curl_slist>?
-    /// What `list` holds: nil for only `CurlEasy.suppressedDefaultHeaders` (while `fields` carries the rest).
+    /// What `list` holds: nil while `fields` carries Apple's headers (the list then only clears
+    /// libcurl's defaults, Host and Content-Length included).
     private var listKey: HeaderKey?
     private var apnsIdLength = -1
     private var body: UnsafeMutablePointer<UInt8>
