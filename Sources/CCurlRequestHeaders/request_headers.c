@@ -105,9 +105,8 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     // Pseudo-headers must precede every regular field (RFC 9113 §8.3).
     size_t lead = 0;
     while (lead < nvlen && is_pseudo(&nva[lead])) lead++;
-    size_t n = 0;
     memcpy(all, nva, lead * sizeof *all);
-    n = lead;
+    size_t n = lead;
     add_fields(all, &n, h, 1, nva, nvlen);
     memcpy(all + n, nva + lead, (nvlen - lead) * sizeof *all);
     n += nvlen - lead;

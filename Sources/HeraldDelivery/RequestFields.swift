@@ -1,4 +1,5 @@
 internal import CCurlRequestHeaders
+import HeraldCore
 
 /// The APNs header fields of one streaming slot's requests, ready for nghttp2, which
 /// CCurlRequestHeaders appends to the request libcurl submits. libcurl's own header list formats
@@ -31,6 +32,7 @@ final class RequestFields {
     private var key: StreamSlot.HeaderKey?
     private let authority: String
     private let length: UnsafeMutablePointer<UInt8>
+    private var lengthDigits: [UInt8] = []
 
     /// `authority` is the endpoint's `host[:port]`, as libcurl's Host header would give it.
     init(easy: UnsafeMutableRawPointer, authority: String) {
@@ -68,8 +70,11 @@ final class RequestFields {
             nv[Self.apnsIdField].value = id
             nv[Self.apnsIdField].valuelen = u.count
         }
+        lengthDigits.removeAll(keepingCapacity: true)
+        DecimalDigits.append(r.payload.count, to: &lengthDigits)
+        length.update(from: lengthDigits, count: lengthDigits.count)
         nv[Self.lengthField].value = length
-        nv[Self.lengthField].valuelen = Self.writeDecimal(r.payload.count, to: length)
+        nv[Self.lengthField].valuelen = lengthDigits.count
         self.key = key
         registered.pointee.pending = 1
     }
@@ -115,17 +120,5 @@ final class RequestFields {
             nv[i] = herald_nv(name: n.0, value: v.0, namelen: n.1, valuelen: v.1, flags: 0)
         }
         registered.pointee.count = fields.count
-    }
-
-    /// Writes `n` (≥ 0) in decimal at `to`; returns the digit count.
-    private static func writeDecimal(_ n: Int, to: UnsafeMutablePointer<UInt8>) -> Int {
-        var digits = 1, rest = n / 10
-        while rest > 0 { digits += 1; rest /= 10 }
-        var v = n
-        for i in stride(from: digits - 1, through: 0, by: -1) {
-            to[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
-            v /= 10
-        }
-        return digits
     }
 }

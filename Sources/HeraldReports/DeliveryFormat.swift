@@ -69,7 +69,7 @@ struct CSVRowWriter {
     }
 
     mutating func int(_ n: Int?, _ out: inout [UInt8]) {
-        if let n { appendDecimal(n, to: &out) }
+        if let n { DecimalDigits.append(n, to: &out) }
         out.append(UInt8(ascii: ","))
     }
 
@@ -96,24 +96,12 @@ struct NDJSONRowWriter {
 
     mutating func int(_ k: StaticString, _ n: Int?, _ out: inout [UInt8]) {
         key(k, &out)
-        if let n { appendDecimal(n, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        if let n { DecimalDigits.append(n, to: &out) } else { out.append(contentsOf: "null".utf8) }
         out.append(UInt8(ascii: ","))
     }
 
     func end(_ out: inout [UInt8]) {
         out[out.count - 1] = UInt8(ascii: "}")
         out.append(0x0A)
-    }
-}
-
-func appendDecimal(_ n: Int, to out: inout [UInt8]) {
-    if n < 0 { out.append(UInt8(ascii: "-")) }
-    var v = n.magnitude
-    var divisor: UInt = 1
-    while v / divisor >= 10 { divisor *= 10 }
-    while divisor > 0 {
-        out.append(UInt8(ascii: "0") + UInt8(v / divisor))
-        v %= divisor
-        divisor /= 10
     }
 }
