@@ -25,10 +25,10 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
-        // Drops the RST_STREAM libcurl 7.88 sends on every closed HTTP/2 stream (see its .c file).
-        .target(name: "CCurlClosedStreams"),
-        // Hands a request's APNs header fields to nghttp2 without libcurl's formatting (see its .c file).
-        .target(name: "CCurlRequestHeaders"),
+        // libcurl 7.88's calls into nghttp2, interposed (each .c file says why): drops the RST_STREAM
+        // it sends on every closed stream, hands a request's APNs header fields and body to nghttp2
+        // without its formatting, and writes a request's frames to TLS in one record.
+        .target(name: "CCurlNghttp2"),
 
         .target(name: "HeraldCore"),
         .target(name: "HeraldJob", dependencies: [
@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "HeraldState", dependencies: [
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlClosedStreams", "CCurlRequestHeaders"]),
+        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlNghttp2"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",

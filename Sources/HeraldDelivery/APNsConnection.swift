@@ -26,9 +26,9 @@ public struct ConnectionSettings: Sendable {
     /// middlebox silently dropped is noticed by the kernel, not by a request timing out.
     public var keepAliveSeconds: Int
     /// Tests only: false sends every request's APNs headers in libcurl's header list, the path
-    /// taken where CCurlRequestHeaders is not in effect.
+    /// taken where CCurlNghttp2 is not in effect.
     var requestFieldsToNghttp2 = true
-    /// Tests only: the fields are handed to CCurlRequestHeaders but it leaves them off, as when
+    /// Tests only: the fields are handed to CCurlNghttp2 but it leaves them off, as when
     /// libcurl's calls do not reach it; the worker must notice and fall back.
     var withholdRequestFields = false
 

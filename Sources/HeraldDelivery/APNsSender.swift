@@ -97,6 +97,12 @@ public final class APNsSender: @unchecked Sendable {
         (shared.requestFieldsAttached.load(ordering: .relaxed), shared.requestFieldsMissed.load(ordering: .relaxed))
     }
 
+    /// HTTP/2 frames the connections collected and the TLS writes made of them, once the workers
+    /// have stopped (for tests: a request's HEADERS and DATA go out in one write).
+    var coalescedWrites: (frames: Int, writes: Int) {
+        (shared.coalescedFrames.load(ordering: .relaxed), shared.coalescedWrites.load(ordering: .relaxed))
+    }
+
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {

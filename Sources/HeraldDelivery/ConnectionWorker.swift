@@ -1,5 +1,5 @@
 internal import CCurl
-internal import CCurlClosedStreams
+internal import CCurlNghttp2
 import Foundation
 import HeraldCore
 
@@ -30,7 +30,7 @@ final class ConnectionWorker: @unchecked Sendable {
     private var headerJWT: String?
     private var generation = 0
     /// APNs header fields go to nghttp2 directly (`RequestFields`) until a request is answered
-    /// without them; then, and where CCurlRequestHeaders is not in effect, in libcurl's header list.
+    /// without them; then, and where CCurlNghttp2 is not in effect, in libcurl's header list.
     private var fieldsToNghttp2: Bool
     private var fieldsAttached = 0
     private var fieldsMissed = 0
@@ -58,7 +58,11 @@ final class ConnectionWorker: @unchecked Sendable {
 
     func run() {
         let resetsBefore = Self.streamResetsOnThisThread()
+        let writesBefore = Self.coalescedWritesOnThisThread()
         defer {
+            let writes = Self.coalescedWritesOnThisThread()
+            shared.coalescedFrames.add(writes.frames - writesBefore.frames, ordering: .relaxed)
+            shared.coalescedWrites.add(writes.writes - writesBefore.writes, ordering: .relaxed)
             let resets = Self.streamResetsOnThisThread()
             shared.closedStreamResetsDropped.add(resets.dropped - resetsBefore.dropped, ordering: .relaxed)
             shared.closedStreamResetsPassed.add(resets.passed - resetsBefore.passed, ordering: .relaxed)
@@ -87,12 +91,19 @@ final class ConnectionWorker: @unchecked Sendable {
         draining.removeAll()
     }
 
-    /// This thread's RST_STREAM counts (CCurlClosedStreams): every libcurl call of this
+    /// This thread's RST_STREAM counts (CCurlNghttp2's closed_streams.c): every libcurl call of this
     /// worker's connections runs on this thread, and a pooled thread may have served another.
     private static func streamResetsOnThisThread() -> (dropped: Int, passed: Int) {
         var dropped: UInt = 0, passed: UInt = 0
         herald_closed_stream_resets_on_this_thread(&dropped, &passed)
         return (Int(dropped), Int(passed))
+    }
+
+    /// This thread's frames collected and writes made by CCurlNghttp2's outboxes.
+    private static func coalescedWritesOnThisThread() -> (frames: Int, writes: Int) {
+        var frames: UInt = 0, writes: UInt = 0
+        herald_coalesced_writes_on_this_thread(&frames, &writes)
+        return (Int(frames), Int(writes))
     }
 
     // MARK: feeding

@@ -109,13 +109,17 @@ final class EngineShared: Sendable {
     let socketsLearnt = Atomic<Int>(0)
     let corkedTurns = Atomic<Int>(0)
     /// RST_STREAM frames libcurl asked for on streams already closed (dropped) and on open or
-    /// unsent ones (passed on): how tests see that Sources/CCurlClosedStreams is in the path.
+    /// unsent ones (passed on): how tests see that Sources/CCurlNghttp2/closed_streams.c is in the path.
     let closedStreamResetsDropped = Atomic<Int>(0)
     let closedStreamResetsPassed = Atomic<Int>(0)
     /// Answered requests whose APNs header fields went to nghttp2 directly, and those that went
-    /// out without them (CCurlRequestHeaders bypassed), added by each worker as it stops.
+    /// out without them (CCurlNghttp2 bypassed), added by each worker as it stops.
     let requestFieldsAttached = Atomic<Int>(0)
     let requestFieldsMissed = Atomic<Int>(0)
+    /// HTTP/2 frames collected into outboxes and writes made of them (CCurlNghttp2's
+    /// coalesced_writes.c), added by each worker as it stops.
+    let coalescedFrames = Atomic<Int>(0)
+    let coalescedWrites = Atomic<Int>(0)
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

@@ -1,8 +1,8 @@
-internal import CCurlRequestHeaders
+internal import CCurlNghttp2
 import HeraldCore
 
 /// The APNs header fields of one streaming slot's requests, ready for nghttp2, which
-/// CCurlRequestHeaders appends to the request libcurl submits. libcurl's own header list formats
+/// CCurlNghttp2 appends to the request libcurl submits. libcurl's own header list formats
 /// each byte through its printf engine and parses the result back (about 45,000 instructions per
 /// push); these are copied once by nghttp2 instead.
 ///
@@ -11,7 +11,7 @@ import HeraldCore
 /// and content-length replace libcurl's Host and Content-Length (`clearedByFields`), each an
 /// aprintf per request in libcurl 7.88.
 final class RequestFields {
-    /// Whether libcurl's nghttp2_submit_request calls reach CCurlRequestHeaders in this process.
+    /// Whether libcurl's nghttp2_submit_request calls reach CCurlNghttp2 in this process.
     static let inEffect = herald_request_headers_in_effect() == 1
 
     /// :authority, content-length, apns-id, apns-topic, apns-push-type, apns-priority,
@@ -19,6 +19,9 @@ final class RequestFields {
     private static let maxFields = 9
     /// Where the per-request values sit in `nv`; the fields before `apnsIdField` are the optional ones.
     private static let lengthField = 1, apnsIdField = 2
+
+    /// Bodies nghttp2 took in more than one part (flow control), in the whole process (for tests).
+    static var bodiesSplit: Int { Int(herald_request_bodies_split()) }
 
     /// Header lines that keep libcurl from making the fields this type makes itself.
     static let clearedByFields = ["Host:", "Content-Length:"]
@@ -43,7 +46,7 @@ final class RequestFields {
         id = .allocate(capacity: idCapacity)
         registered = .allocate(capacity: 1)
         registered.initialize(to: herald_request_headers(easy: easy, nv: nv, count: 0, optional: Self.apnsIdField, pending: 0,
-                                                          withheld: 0, next: nil))
+                                                          withheld: 0, body: nil, body_length: 0, body_sent: 0, stream_id: 0, next: nil))
         herald_request_headers_register(registered)
     }
 
@@ -56,8 +59,9 @@ final class RequestFields {
         length.deallocate()
     }
 
-    /// Sets the fields of `r`'s request, to go out with the handle's next transfer.
-    func prepare(_ r: PushRequest, key: StreamSlot.HeaderKey, jwt: String?) {
+    /// Sets the fields of `r`'s request, to go out with the handle's next transfer, and its body
+    /// (`r.payload`'s bytes at `body`, unchanged until the next request is prepared).
+    func prepare(_ r: PushRequest, key: StreamSlot.HeaderKey, jwt: String?, body: UnsafePointer<UInt8>) {
         if key != self.key || registered.pointee.count == 0 { layOut(r, jwt: jwt) }
         var apnsId = r.apnsId
         apnsId.withUTF8 { u in
@@ -76,6 +80,8 @@ final class RequestFields {
         nv[Self.lengthField].value = length
         nv[Self.lengthField].valuelen = lengthDigits.count
         self.key = key
+        registered.pointee.body = body
+        registered.pointee.body_length = r.payload.count
         registered.pointee.pending = 1
     }
 
@@ -83,13 +89,14 @@ final class RequestFields {
     func clear() {
         registered.pointee.count = 0
         registered.pointee.pending = 0
+        registered.pointee.body = nil
         key = nil
     }
 
     /// False while the request prepared last has not been handed to nghttp2 with these fields.
     var wentOut: Bool { registered.pointee.pending == 0 }
 
-    /// Tests only: the next requests go out without the fields, as when libcurl's calls do not reach CCurlRequestHeaders.
+    /// Tests only: the next requests go out without the fields, as when libcurl's calls do not reach CCurlNghttp2.
     var withheld: Bool {
         get { registered.pointee.withheld != 0 }
         set { registered.pointee.withheld = newValue ? 1 : 0 }

@@ -17,7 +17,7 @@ final class StreamSlot {
     var startedAt: UInt64 = 0
 
     /// The header fields handed to nghttp2 directly (`RequestFields`), or nil where libcurl's
-    /// nghttp2 calls do not reach CCurlRequestHeaders.
+    /// nghttp2 calls do not reach CCurlNghttp2.
     private let fields: RequestFields?
     /// Whether the request prepared last carries its fields in `fields` (else in `list`).
     private(set) var sentWithFields = false
@@ -105,11 +105,23 @@ final class StreamSlot {
         easy.errorBuffer[0] = 0
         let key = HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
                             collapseId: r.collapseId, expiration: r.expiration)
+        if r.payload.count > bodyCapacity {
+            body.deallocate()
+            bodyCapacity = r.payload.count
+            body = .allocate(capacity: bodyCapacity)
+            try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
+        }
+        r.payload.withUnsafeBufferPointer { p in
+            if let base = p.baseAddress { body.update(from: base, count: p.count) }
+        }
         if fieldsToNghttp2, let fields {
             if list == nil || listKey != nil {
                 try setList(CurlEasy.suppressedDefaultHeaders + RequestFields.clearedByFields, key: nil, apnsId: nil)
             }
-            fields.prepare(r, key: key, jwt: jwt)
+            // nghttp2 takes the body from the fields' registration, right behind the HEADERS
+            // frame; to libcurl the request has none, so it has no upload of its own to run.
+            fields.prepare(r, key: key, jwt: jwt, body: body)
+            try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 0), "set body size")
             sentWithFields = true
         } else {
             fields?.clear()
@@ -122,17 +134,8 @@ final class StreamSlot {
                 var id = r.apnsId
                 id.withUTF8 { u in UnsafeMutableRawPointer(data + 9).copyMemory(from: u.baseAddress!, byteCount: u.count) }
             }
+            try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.payload.count)), "set body size")
         }
-        if r.payload.count > bodyCapacity {
-            body.deallocate()
-            bodyCapacity = r.payload.count
-            body = .allocate(capacity: bodyCapacity)
-            try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
-        }
-        r.payload.withUnsafeBufferPointer { p in
-            if let base = p.baseAddress { body.update(from: base, count: p.count) }
-        }
-        try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.payload.count)), "set body size")
         try setURL(baseURL: baseURL, token: r.token)
         self.job = job
     }
@@ -169,7 +172,7 @@ final class StreamSlot {
     }
 
     /// True when the request prepared last was answered without its APNs header fields having
-    /// been handed to nghttp2: libcurl's calls did not reach CCurlRequestHeaders after all.
+    /// been handed to nghttp2: libcurl's calls did not reach CCurlNghttp2 after all.
     var fieldsMissed: Bool { sentWithFields && !(fields?.wentOut ?? true) }
 
     /// The request's outcome once libcurl reports it done.

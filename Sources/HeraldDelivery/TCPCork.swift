@@ -1,9 +1,9 @@
 import Foundation
 
 /// TCP_CORK around one `curl_multi_perform` turn. libcurl writes every request as its own TLS
-/// records (HEADERS, DATA: two `send` calls a push; the RST_STREAM libcurl 7.88 added after each
-/// stream is dropped by Sources/CCurlClosedStreams), and with TCP_NODELAY on each left as its own
-/// segment. A turn starts dozens of requests; corked, the kernel sends them as a few full
+/// record and `send` call (HEADERS and DATA together since Sources/CCurlNghttp2/coalesced_writes.c;
+/// the RST_STREAM libcurl 7.88 added after each stream is dropped by closed_streams.c there), and
+/// with TCP_NODELAY on each left as its own segment. A turn starts dozens of requests; corked, the kernel sends them as a few full
 /// segments when the turn ends and uncorks. Measured on the stand-in (300k pushes, one core, when
 /// the resets still went out): 892k segments → 55k, half the `recv` calls (the server answers in
 /// larger batches too), about 7 % less CPU. Uncorking flushes at once, so no request waits beyond

@@ -26,7 +26,7 @@ struct ConnectionPolicy: Sendable {
         // NIO's anti-abuse limits (200 RST_STREAM frames or stream errors per 30 s, 200 glitches
         // per connection) hang up on a bulk sender: curl 7.88/nghttp2 resets streams it has
         // finished with, and NIO answered GOAWAY ENHANCE_YOUR_CALM (ExcessiveRSTFrames) after ~300
-        // requests of a `curl --parallel` run (herald drops those resets: Sources/CCurlClosedStreams).
+        // requests of a `curl --parallel` run (herald drops those resets: Sources/CCurlNghttp2/closed_streams.c).
         // The simulator serves trusted local clients, so the
         // limits are raised out of the way; fault injection, not NIO, decides GOAWAYs.
         configuration.maximumConnectionGlitches = 1_000_000

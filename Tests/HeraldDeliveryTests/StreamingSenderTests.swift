@@ -86,7 +86,7 @@ import Testing
     }
 
     /// libcurl 7.88 asks nghttp2 for an RST_STREAM after every stream that ended normally (RFC
-    /// 9113 forbids frames on a closed stream); Sources/CCurlClosedStreams drops those. Every
+    /// 9113 forbids frames on a closed stream); Sources/CCurlNghttp2/closed_streams.c drops those. Every
     /// stream but the connection's first takes that path, so a missing drop means libcurl's
     /// call no longer reaches the filter.
     @Test func streamsThatEndedAreNotResetAgain() throws {

@@ -8,9 +8,9 @@
 // longer does this. No option turns it off, so the frame is dropped here, in the one place
 // libcurl hands it to nghttp2.
 //
-// How: this object defines nghttp2_submit_rst_stream,
-// nghttp2_session_callbacks_set_on_stream_close_callback, nghttp2_session_client_new2 and
-// nghttp2_session_del, each passing on to libnghttp2's own (dlsym RTLD_NEXT). The executable's
+// How: this object defines nghttp2_submit_rst_stream and
+// nghttp2_session_callbacks_set_on_stream_close_callback, each passing on to libnghttp2's own
+// (dlsym RTLD_NEXT); sessions.c tells it when a session is created or deleted. The executable's
 // definitions come first in the dynamic linker's lookup, so libcurl's calls arrive here (the
 // linker exports them because libcurl, on the link line, refers to them). The stream-close
 // callback libcurl registers is wrapped to note which (session, stream) nghttp2 has closed; a
@@ -29,13 +29,12 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include "CCurlClosedStreams.h"
+#include "ClosedStreams.h"
+#include "sessions.h"
 
 typedef int (*rst_fn)(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code);
 typedef int (*close_cb)(void *session, int32_t stream_id, uint32_t error_code, void *user_data);
 typedef void (*set_close_fn)(void *callbacks, close_cb cb);
-typedef int (*client_new2_fn)(void **session, const void *callbacks, void *user_data, const void *option);
-typedef void (*session_del_fn)(void *session);
 
 enum { NGHTTP2_STREAM_CLOSED = 5, SLOTS = 2048 };
 
@@ -54,7 +53,7 @@ static _Thread_local unsigned long dropped, passed;
 /// must not inherit them (a stream libcurl does not reset, such as a connection's first one was
 /// here, keeps its note, and the same number on a new connection may be a request still
 /// queued in nghttp2, whose reset must go out to cancel it).
-static void forget(void *session) {
+void closed_streams_forget(void *session) {
     if (!closed) return;
     for (int i = 0; i < SLOTS; i++) {
         if (closed[i].session == session) {
@@ -62,19 +61,6 @@ static void forget(void *session) {
             closed[i].stream_id = 0;
         }
     }
-}
-
-int nghttp2_session_client_new2(void **session, const void *callbacks, void *user_data, const void *option) {
-    client_new2_fn next = (client_new2_fn)dlsym(RTLD_NEXT, "nghttp2_session_client_new2");
-    int rv = next(session, callbacks, user_data, option);
-    if (rv == 0 && session) forget(*session);
-    return rv;
-}
-
-void nghttp2_session_del(void *session) {
-    session_del_fn next = (session_del_fn)dlsym(RTLD_NEXT, "nghttp2_session_del");
-    forget(session);
-    next(session);
 }
 
 static int noting_close(void *session, int32_t stream_id, uint32_t error_code, void *user_data) {

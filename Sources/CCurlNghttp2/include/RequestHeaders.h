@@ -30,6 +30,13 @@ typedef struct herald_request_headers {
     int pending;
     /// Tests only: 1 makes the request go out without the fields, as if this file were not in use.
     int withheld;
+    /// The request body, sent by nghttp2 from here right behind the HEADERS frame (NULL: libcurl
+    /// sends the body it was given). Must stay valid and unchanged until the next request is prepared.
+    const uint8_t *body;
+    size_t body_length;
+    /// Set by request_headers.c: how much of `body` nghttp2 has taken, and the stream it is for.
+    size_t body_sent;
+    int32_t stream_id;
     struct herald_request_headers *next;
 } herald_request_headers;
 
@@ -40,5 +47,9 @@ void herald_request_headers_unregister(herald_request_headers *h);
 /// through the dynamic linker and this executable's definition comes first), else 0: then the
 /// fields must go in libcurl's header list.
 int herald_request_headers_in_effect(void);
+
+/// Bodies nghttp2 has taken in more than one part so far, in the whole process (its flow-control
+/// window was smaller than the rest of the body): how tests see that path taken.
+unsigned long herald_request_bodies_split(void);
 
 #endif

@@ -15,6 +15,13 @@
 // is passed on to libnghttp2's own, which copies the array before returning. Otherwise the call passes on
 // untouched. `pending` tells the caller the fields went out: a request that got an answer with
 // `pending` still set left without them, and herald falls back to libcurl's header list.
+//
+// The body goes the same way. libcurl 7.88 uploads a request body after the request, in a later
+// turn of its transfer loop: its own data source answers "deferred" until the upload step hands
+// it the bytes, so the DATA frame leaves in a second nghttp2_session_send, and every push runs
+// libcurl's upload machinery. A registration with a body replaces libcurl's data source with one
+// that reads the body from here (libcurl is told the request has none), so nghttp2 writes the
+// DATA frame right behind the HEADERS frame, in the same call (see coalesced_writes.c).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,16 +29,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "CCurlRequestHeaders.h"
+#include <sys/types.h>
+#include "RequestHeaders.h"
 
 typedef int32_t (*submit_fn)(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                              const void *data_prd, void *stream_user_data);
 
-enum { BUCKETS = 1024, ON_STACK = 32 };
+enum { BUCKETS = 1024, ON_STACK = 32, DATA_FLAG_EOF = 1, ERR_TEMPORAL_CALLBACK_FAILURE = -521 };
+
+/// nghttp2_data_provider and its read callback.
+typedef ssize_t (*read_fn)(void *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+                           void *source, void *user_data);
+typedef struct { void *source; read_fn read_callback; } data_provider;
 
 /// Registered fields by easy handle. A mutex, because slots are created and freed on their
 /// connection's thread while other connections look up theirs; it is held only to search.
 static herald_request_headers *buckets[BUCKETS];
+static unsigned long bodies_split;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t bucket(const void *easy) { return ((uintptr_t)easy >> 4) & (BUCKETS - 1); }
@@ -93,6 +107,24 @@ static void add_fields(herald_nv *out, size_t *n, const herald_request_headers *
     }
 }
 
+/// Copies the next part of the registered body; `source` is the registration. A stream other
+/// than the one the body was submitted with is an older request of the same handle, already
+/// answered, whose body was replaced: nghttp2 resets it.
+static ssize_t read_body(void *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+                         void *source, void *user_data) {
+    (void)session;
+    (void)user_data;
+    herald_request_headers *h = *(herald_request_headers **)source;
+    if (stream_id != h->stream_id || !h->body) return ERR_TEMPORAL_CALLBACK_FAILURE;
+    size_t left = h->body_length - h->body_sent;
+    size_t n = left < length ? left : length;
+    if (n < left) __atomic_add_fetch(&bodies_split, 1, __ATOMIC_RELAXED);
+    memcpy(buf, h->body + h->body_sent, n);
+    h->body_sent += n;
+    if (h->body_sent == h->body_length) *data_flags |= DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
 int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                                const void *data_prd, void *stream_user_data) {
     submit_fn next = next_submit();
@@ -111,8 +143,16 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     memcpy(all + n, nva + lead, (nvlen - lead) * sizeof *all);
     n += nvlen - lead;
     add_fields(all, &n, h, 0, nva, nvlen);
+    data_provider body = { .source = h, .read_callback = read_body };
+    if (h->body && data_prd) {
+        h->body_sent = 0;
+        data_prd = &body;
+    }
     int32_t stream_id = next(session, pri_spec, all, n, data_prd, stream_user_data);
-    if (stream_id > 0) h->pending = 0;
+    if (stream_id > 0) {
+        h->pending = 0;
+        h->stream_id = stream_id;
+    }
     if (all != on_stack) free(all);
     return stream_id;
 }
@@ -121,3 +161,5 @@ int herald_request_headers_in_effect(void) {
     void *first = dlsym(RTLD_DEFAULT, "nghttp2_submit_request");
     return first == (void *)&nghttp2_submit_request && next_submit() != NULL;
 }
+
+unsigned long herald_request_bodies_split(void) { return __atomic_load_n(&bodies_split, __ATOMIC_RELAXED); }
