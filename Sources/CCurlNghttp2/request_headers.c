@@ -11,7 +11,8 @@
 // definition comes first in the dynamic linker's lookup, so libcurl's call arrives here (as in
 // closed_streams.c). If the easy handle has registered fields, they are added to libcurl's (which
 // then hold only :method, :path and :scheme: herald also clears libcurl's Host and Content-Length,
-// each one more aprintf per request, and sends :authority and content-length itself) and the call
+// each one more aprintf per request, and sends :authority and content-length itself; where a
+// libcurl makes them anyway, herald's values replace its own) and the call
 // is passed on to libnghttp2's own, which copies the array before returning. Otherwise the call passes on
 // untouched. `pending` tells the caller the fields went out: a request that got an answer with
 // `pending` still set left without them, and herald falls back to libcurl's header list.
@@ -31,6 +32,7 @@
 #include <strings.h>
 #include <sys/types.h>
 #include "RequestHeaders.h"
+#include "sessions.h"
 
 typedef int32_t (*submit_fn)(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                              const void *data_prd, void *stream_user_data);
@@ -45,7 +47,7 @@ typedef struct { void *source; read_fn read_callback; } data_provider;
 /// Registered fields by easy handle. A mutex, because slots are created and freed on their
 /// connection's thread while other connections look up theirs; it is held only to search.
 static herald_request_headers *buckets[BUCKETS];
-static unsigned long bodies_split;
+static _Thread_local unsigned long bodies_split;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static size_t bucket(const void *easy) { return ((uintptr_t)easy >> 4) & (BUCKETS - 1); }
@@ -68,9 +70,10 @@ void herald_request_headers_unregister(herald_request_headers *h) {
     }
     h->next = NULL;
     pthread_mutex_unlock(&lock);
+    response_headers_forget(h);
 }
 
-static herald_request_headers *lookup(const void *easy) {
+herald_request_headers *request_headers_lookup(const void *easy) {
     pthread_mutex_lock(&lock);
     herald_request_headers *h = buckets[bucket(easy)];
     while (h && h->easy != easy) h = h->next;
@@ -90,19 +93,21 @@ static submit_fn next_submit(void) {
 
 static int is_pseudo(const herald_nv *f) { return f->namelen > 0 && f->name[0] == ':'; }
 
-static int has_field(const herald_nv *nva, size_t nvlen, const herald_nv *f) {
+/// Where a field named like `f` sits in `nva`, or -1.
+static long find_field(const herald_nv *nva, size_t nvlen, const herald_nv *f) {
     for (size_t i = 0; i < nvlen; i++) {
-        if (nva[i].namelen == f->namelen && strncasecmp((const char *)nva[i].name, (const char *)f->name, f->namelen) == 0) return 1;
+        if (nva[i].namelen == f->namelen && strncasecmp((const char *)nva[i].name, (const char *)f->name, f->namelen) == 0) return (long)i;
     }
-    return 0;
+    return -1;
 }
 
-/// Appends `h`'s pseudo (`pseudo` 1) or regular fields to `out` at `*n`.
+/// Appends `h`'s pseudo (`pseudo` 1) or regular fields to `out` at `*n`, except the replacing
+/// ones libcurl's fields (`nva`) already name.
 static void add_fields(herald_nv *out, size_t *n, const herald_request_headers *h, int pseudo, const herald_nv *nva, size_t nvlen) {
     for (size_t i = 0; i < h->count; i++) {
         const herald_nv *f = &h->nv[i];
         if (is_pseudo(f) != pseudo) continue;
-        if (i < h->optional && has_field(nva, nvlen, f)) continue;
+        if (i < h->replacing && find_field(nva, nvlen, f) >= 0) continue;
         out[(*n)++] = *f;
     }
 }
@@ -118,7 +123,7 @@ static ssize_t read_body(void *session, int32_t stream_id, uint8_t *buf, size_t 
     if (stream_id != h->stream_id || !h->body) return ERR_TEMPORAL_CALLBACK_FAILURE;
     size_t left = h->body_length - h->body_sent;
     size_t n = left < length ? left : length;
-    if (n < left) __atomic_add_fetch(&bodies_split, 1, __ATOMIC_RELAXED);
+    if (n < left) bodies_split++;
     memcpy(buf, h->body + h->body_sent, n);
     h->body_sent += n;
     if (h->body_sent == h->body_length) *data_flags |= DATA_FLAG_EOF;
@@ -128,7 +133,7 @@ static ssize_t read_body(void *session, int32_t stream_id, uint8_t *buf, size_t 
 int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                                const void *data_prd, void *stream_user_data) {
     submit_fn next = next_submit();
-    herald_request_headers *h = stream_user_data ? lookup(stream_user_data) : NULL;
+    herald_request_headers *h = stream_user_data ? request_headers_lookup(stream_user_data) : NULL;
     if (!h || h->withheld || h->count == 0) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
     herald_nv on_stack[ON_STACK];
     size_t total = nvlen + h->count;
@@ -140,11 +145,20 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     memcpy(all, nva, lead * sizeof *all);
     size_t n = lead;
     add_fields(all, &n, h, 1, nva, nvlen);
+    size_t shift = n - lead;   // libcurl's regular fields come after our pseudo-headers
     memcpy(all + n, nva + lead, (nvlen - lead) * sizeof *all);
     n += nvlen - lead;
     add_fields(all, &n, h, 0, nva, nvlen);
+    for (size_t i = 0; i < h->replacing && i < h->count; i++) {
+        long k = find_field(nva, nvlen, &h->nv[i]);
+        if (k < 0) continue;
+        herald_nv *field = &all[(size_t)k < lead ? (size_t)k : (size_t)k + shift];
+        field->value = h->nv[i].value;
+        field->valuelen = h->nv[i].valuelen;
+    }
+    // The body is ours to send (libcurl was told there is none), whatever data source libcurl offered.
     data_provider body = { .source = h, .read_callback = read_body };
-    if (h->body && data_prd) {
+    if (h->body) {
         h->body_sent = 0;
         data_prd = &body;
     }
@@ -152,6 +166,8 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     if (stream_id > 0) {
         h->pending = 0;
         h->stream_id = stream_id;
+        h->answer_apns_id_length = 0;
+        h->answer_unique_id_length = 0;
     }
     if (all != on_stack) free(all);
     return stream_id;
@@ -162,4 +178,4 @@ int herald_request_headers_in_effect(void) {
     return first == (void *)&nghttp2_submit_request && next_submit() != NULL;
 }
 
-unsigned long herald_request_bodies_split(void) { return __atomic_load_n(&bodies_split, __ATOMIC_RELAXED); }
+unsigned long herald_request_bodies_split_on_this_thread(void) { return bodies_split; }

@@ -1,8 +1,8 @@
-// Why this file exists: closed_streams.c and coalesced_writes.c keep notes per nghttp2 session,
-// keyed by its address, which nghttp2 reuses for later sessions. This object defines the two
-// calls that begin and end a session in libcurl (nghttp2_session_client_new2 and
-// nghttp2_session_del), tells both files, and passes each call on to libnghttp2's own (dlsym
-// RTLD_NEXT; see closed_streams.c for why libcurl's calls arrive here).
+// Why this file exists: closed_streams.c, coalesced_writes.c and response_headers.c keep notes
+// per nghttp2 session, keyed by its address, which nghttp2 reuses for later sessions. This
+// object defines the two calls that begin and end a session in libcurl
+// (nghttp2_session_client_new2 and nghttp2_session_del), tells those files, and passes each call
+// on to libnghttp2's own (dlsym RTLD_NEXT; see closed_streams.c for why libcurl's calls arrive here).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include "sessions.h"
@@ -13,6 +13,7 @@ typedef void (*session_del_fn)(void *session);
 static void forget(void *session) {
     closed_streams_forget(session);
     herald_coalesced_forget(session);
+    response_headers_forget_session(session);
 }
 
 int nghttp2_session_client_new2(void **session, const void *callbacks, void *user_data, const void *option) {

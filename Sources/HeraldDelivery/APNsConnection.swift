@@ -31,6 +31,9 @@ public struct ConnectionSettings: Sendable {
     /// Tests only: the fields are handed to CCurlNghttp2 but it leaves them off, as when
     /// libcurl's calls do not reach it; the worker must notice and fall back.
     var withholdRequestFields = false
+    /// Tests only: libcurl keeps making its own Host (:authority) and Content-Length, as another
+    /// libcurl might; the fields must replace their values.
+    var keepLibcurlsHostAndLength = false
 
     public init(baseURL: String, trust: TLSTrust, identity: ClientIdentity? = nil, maxStreams: Int = 100,
                 connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000,

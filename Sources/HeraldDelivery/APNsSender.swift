@@ -103,6 +103,14 @@ public final class APNsSender: @unchecked Sendable {
         (shared.coalescedFrames.load(ordering: .relaxed), shared.coalescedWrites.load(ordering: .relaxed))
     }
 
+    /// Request bodies nghttp2 took in parts (waiting for flow control), and answer header fields
+    /// taken from nghttp2 (apns-id, apns-unique-id) or kept from libcurl (every other one), once
+    /// the workers have stopped (for tests).
+    var bodiesSplit: Int { shared.bodiesSplit.load(ordering: .relaxed) }
+    var answerFields: (taken: Int, dropped: Int) {
+        (shared.answerFieldsTaken.load(ordering: .relaxed), shared.answerFieldsDropped.load(ordering: .relaxed))
+    }
+
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {

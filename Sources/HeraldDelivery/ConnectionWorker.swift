@@ -59,7 +59,12 @@ final class ConnectionWorker: @unchecked Sendable {
     func run() {
         let resetsBefore = Self.streamResetsOnThisThread()
         let writesBefore = Self.coalescedWritesOnThisThread()
+        let fieldCountsBefore = RequestFields.countsOnThisThread()
         defer {
+            let fieldCounts = RequestFields.countsOnThisThread()
+            shared.bodiesSplit.add(fieldCounts.bodiesSplit - fieldCountsBefore.bodiesSplit, ordering: .relaxed)
+            shared.answerFieldsTaken.add(fieldCounts.answerFieldsTaken - fieldCountsBefore.answerFieldsTaken, ordering: .relaxed)
+            shared.answerFieldsDropped.add(fieldCounts.answerFieldsDropped - fieldCountsBefore.answerFieldsDropped, ordering: .relaxed)
             let writes = Self.coalescedWritesOnThisThread()
             shared.coalescedFrames.add(writes.frames - writesBefore.frames, ordering: .relaxed)
             shared.coalescedWrites.add(writes.writes - writesBefore.writes, ordering: .relaxed)

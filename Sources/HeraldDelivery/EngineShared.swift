@@ -120,6 +120,11 @@ final class EngineShared: Sendable {
     /// coalesced_writes.c), added by each worker as it stops.
     let coalescedFrames = Atomic<Int>(0)
     let coalescedWrites = Atomic<Int>(0)
+    /// Bodies nghttp2 took in parts (flow control) and answer header fields taken from nghttp2
+    /// or kept from libcurl (CCurlNghttp2), added by each worker as it stops.
+    let bodiesSplit = Atomic<Int>(0)
+    let answerFieldsTaken = Atomic<Int>(0)
+    let answerFieldsDropped = Atomic<Int>(0)
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

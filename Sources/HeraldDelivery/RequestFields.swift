@@ -6,22 +6,23 @@ import HeraldCore
 /// each byte through its printf engine and parses the result back (about 45,000 instructions per
 /// push); these are copied once by nghttp2 instead.
 ///
-/// Per request only the apns-id and content-length change: each has its own buffer, every other
-/// field is laid out again only when the request's other headers or the JWT change. :authority
-/// and content-length replace libcurl's Host and Content-Length (`clearedByFields`), each an
-/// aprintf per request in libcurl 7.88.
+/// Per request only :path, content-length and the apns-id change: each has its own buffer, every
+/// other field is laid out again only when the request's other headers or the JWT change.
+/// :authority and content-length replace libcurl's Host and Content-Length (`clearedByFields`),
+/// each an aprintf per request in libcurl 7.88. :path replaces libcurl's, which stays the bare
+/// "/3/device/": libcurl parses, assembles and prints its URL byte by byte on every request
+/// (about 10,000 instructions for a 64-byte token's path).
 final class RequestFields {
     /// Whether libcurl's nghttp2_submit_request calls reach CCurlNghttp2 in this process.
     static let inEffect = herald_request_headers_in_effect() == 1
 
-    /// :authority, content-length, apns-id, apns-topic, apns-push-type, apns-priority,
+    /// :authority, :path, content-length, apns-id, apns-topic, apns-push-type, apns-priority,
     /// apns-collapse-id, apns-expiration, authorization.
-    private static let maxFields = 9
-    /// Where the per-request values sit in `nv`; the fields before `apnsIdField` are the optional ones.
-    private static let lengthField = 1, apnsIdField = 2
-
-    /// Bodies nghttp2 took in more than one part (flow control), in the whole process (for tests).
-    static var bodiesSplit: Int { Int(herald_request_bodies_split()) }
+    private static let maxFields = 10
+    /// Where the per-request values sit in `nv`; the fields before `apnsIdField` replace libcurl's of that name.
+    private static let pathField = 1, lengthField = 2, apnsIdField = 3
+    /// "/3/device/" and the longest token's hex.
+    private static let pathCapacity = PushRequest.devicePathPrefix.utf8.count + 2 * DeviceToken.maximumBytes
 
     /// Header lines that keep libcurl from making the fields this type makes itself.
     static let clearedByFields = ["Host:", "Content-Length:"]
@@ -35,18 +36,25 @@ final class RequestFields {
     private var key: StreamSlot.HeaderKey?
     private let authority: String
     private let length: UnsafeMutablePointer<UInt8>
+    private let path: UnsafeMutablePointer<UInt8>
     private var lengthDigits: [UInt8] = []
 
     /// `authority` is the endpoint's `host[:port]`, as libcurl's Host header would give it.
     init(easy: UnsafeMutableRawPointer, authority: String) {
         self.authority = authority
         length = .allocate(capacity: 20)
+        let path = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.pathCapacity)
+        var prefix = PushRequest.devicePathPrefix
+        prefix.withUTF8 { path.update(from: $0.baseAddress!, count: $0.count) }
+        self.path = path
         nv = .allocate(capacity: Self.maxFields)
         bytes = .allocate(capacity: capacity)
         id = .allocate(capacity: idCapacity)
         registered = .allocate(capacity: 1)
-        registered.initialize(to: herald_request_headers(easy: easy, nv: nv, count: 0, optional: Self.apnsIdField, pending: 0,
-                                                          withheld: 0, body: nil, body_length: 0, body_sent: 0, stream_id: 0, next: nil))
+        registered.initialize(to: herald_request_headers())
+        registered.pointee.easy = easy
+        registered.pointee.nv = nv
+        registered.pointee.replacing = Self.apnsIdField
         herald_request_headers_register(registered)
     }
 
@@ -57,6 +65,7 @@ final class RequestFields {
         bytes.deallocate()
         id.deallocate()
         length.deallocate()
+        path.deallocate()
     }
 
     /// Sets the fields of `r`'s request, to go out with the handle's next transfer, and its body
@@ -74,6 +83,11 @@ final class RequestFields {
             nv[Self.apnsIdField].value = id
             nv[Self.apnsIdField].valuelen = u.count
         }
+        let prefixCount = PushRequest.devicePathPrefix.utf8.count
+        var hex = r.token.hex
+        hex.withUTF8 { u in (path + prefixCount).update(from: u.baseAddress!, count: min(u.count, Self.pathCapacity - prefixCount)) }
+        nv[Self.pathField].value = path
+        nv[Self.pathField].valuelen = min(prefixCount + hex.utf8.count, Self.pathCapacity)
         lengthDigits.removeAll(keepingCapacity: true)
         DecimalDigits.append(r.payload.count, to: &lengthDigits)
         length.update(from: lengthDigits, count: lengthDigits.count)
@@ -93,6 +107,30 @@ final class RequestFields {
         key = nil
     }
 
+    /// Calls `body` with the apns-id of the answer to the request prepared last, as taken from
+    /// nghttp2 before libcurl saw it (CCurlNghttp2's response_headers.c); nil when none was taken.
+    func withAnswerApnsId<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R? {
+        let count = registered.pointee.answer_apns_id_length
+        guard count > 0 else { return nil }
+        return withUnsafeBytes(of: &registered.pointee.answer_apns_id) { body(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+    }
+
+    /// The answer's apns-unique-id, likewise.
+    func withAnswerUniqueId<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R? {
+        let count = registered.pointee.answer_unique_id_length
+        guard count > 0 else { return nil }
+        return withUnsafeBytes(of: &registered.pointee.answer_unique_id) { body(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+    }
+
+    /// This thread's counts (CCurlNghttp2 keeps them per thread; a connection's calls all run on
+    /// its worker's): bodies nghttp2 took in more than one part, answer fields taken from nghttp2
+    /// (apns-id, apns-unique-id) and kept from libcurl (all others).
+    static func countsOnThisThread() -> (bodiesSplit: Int, answerFieldsTaken: Int, answerFieldsDropped: Int) {
+        var taken: UInt = 0, dropped: UInt = 0
+        herald_answer_fields_on_this_thread(&taken, &dropped)
+        return (Int(herald_request_bodies_split_on_this_thread()), Int(taken), Int(dropped))
+    }
+
     /// False while the request prepared last has not been handed to nghttp2 with these fields.
     var wentOut: Bool { registered.pointee.pending == 0 }
 
@@ -103,7 +141,7 @@ final class RequestFields {
     }
 
     private func layOut(_ r: PushRequest, jwt: String?) {
-        var fields: [(String, String)] = [(":authority", authority), ("content-length", ""), ("apns-id", ""), ("apns-topic", r.topic), ("apns-push-type", r.pushType.rawValue),
+        var fields: [(String, String)] = [(":authority", authority), (":path", ""), ("content-length", ""), ("apns-id", ""), ("apns-topic", r.topic), ("apns-push-type", r.pushType.rawValue),
                                           ("apns-priority", String(r.priority))]
         if let c = r.collapseId { fields.append(("apns-collapse-id", c)) }
         if let x = r.expiration { fields.append(("apns-expiration", String(x))) }

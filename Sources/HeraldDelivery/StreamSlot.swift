@@ -19,6 +19,8 @@ final class StreamSlot {
     /// The header fields handed to nghttp2 directly (`RequestFields`), or nil where libcurl's
     /// nghttp2 calls do not reach CCurlNghttp2.
     private let fields: RequestFields?
+    /// What the header list clears while `fields` carries Apple's headers (tests keep it empty).
+    private let fieldsClearLibcurls: [String]
     /// Whether the request prepared last carries its fields in `fields` (else in `list`).
     private(set) var sentWithFields = false
     private var list: UnsafeMutablePointer<curl_slist>?
@@ -33,6 +35,8 @@ final class StreamSlot {
     /// (curl_url_set, curl_url_get, aprintf): 8 % of the connection thread's CPU in perf.
     private let url: OpaquePointer
     private var urlBase: String?
+    /// Whether the URL handle's path is the bare device prefix (see `setURL`).
+    private var urlHasPrefixOnly = false
     /// "/3/device/<hex>" and a NUL, rewritten in place per request.
     private var path: [UInt8]
 
@@ -67,6 +71,7 @@ final class StreamSlot {
         try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_CURLU, UnsafeMutableRawPointer(u)), "set URL handle")
         fields = RequestFields.inEffect ? RequestFields(easy: h, authority: Self.authority(of: settings.baseURL)) : nil
         if settings.withholdRequestFields { fields?.withheld = true }
+        fieldsClearLibcurls = settings.keepLibcurlsHostAndLength ? [] : RequestFields.clearedByFields
     }
 
     deinit {
@@ -80,19 +85,24 @@ final class StreamSlot {
 
     private static let pathPrefix = Array(PushRequest.devicePathPrefix.utf8)
 
-    /// Points the URL handle at baseURL's origin (once per base) and at `token`'s device path.
-    private func setURL(baseURL: String, token: DeviceToken) throws(DeliveryError) {
+    /// Points the URL handle at baseURL's origin (once per base) and at `token`'s device path, or
+    /// with nil at the bare device prefix, left alone from one request to the next: then the
+    /// fields carry the real :path, and libcurl parses, assembles and prints a short URL.
+    private func setURL(baseURL: String, token: DeviceToken?) throws(DeliveryError) {
         if baseURL != urlBase {
             try curlCheck(curl_url_set(url, CURLUPART_URL, baseURL + "/", 0), "set URL")
             urlBase = baseURL
+            urlHasPrefixOnly = false
         }
+        if token == nil && urlHasPrefixOnly { return }
         path.removeSubrange(Self.pathPrefix.count...)
-        path.append(contentsOf: token.hex.utf8)
+        if let token { path.append(contentsOf: token.hex.utf8) }
         path.append(0)
         let code = path.withUnsafeBufferPointer { p in
             p.withMemoryRebound(to: CChar.self) { curl_url_set(url, CURLUPART_PATH, $0.baseAddress, 0) }
         }
         try curlCheck(code, "set URL path")
+        urlHasPrefixOnly = token == nil
     }
 
     /// Points the handle at `job`, carrying `jwt` (token authentication) as its authorization.
@@ -116,12 +126,13 @@ final class StreamSlot {
         }
         if fieldsToNghttp2, let fields {
             if list == nil || listKey != nil {
-                try setList(CurlEasy.suppressedDefaultHeaders + RequestFields.clearedByFields, key: nil, apnsId: nil)
+                try setList(CurlEasy.suppressedDefaultHeaders + fieldsClearLibcurls, key: nil, apnsId: nil)
             }
             // nghttp2 takes the body from the fields' registration, right behind the HEADERS
             // frame; to libcurl the request has none, so it has no upload of its own to run.
             fields.prepare(r, key: key, jwt: jwt, body: body)
             try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 0), "set body size")
+            try setURL(baseURL: baseURL, token: nil)
             sentWithFields = true
         } else {
             fields?.clear()
@@ -135,8 +146,8 @@ final class StreamSlot {
                 id.withUTF8 { u in UnsafeMutableRawPointer(data + 9).copyMemory(from: u.baseAddress!, byteCount: u.count) }
             }
             try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.payload.count)), "set body size")
+            try setURL(baseURL: baseURL, token: r.token)
         }
-        try setURL(baseURL: baseURL, token: r.token)
         self.job = job
     }
 
@@ -175,13 +186,28 @@ final class StreamSlot {
     /// been handed to nghttp2: libcurl's calls did not reach CCurlNghttp2 after all.
     var fieldsMissed: Bool { sentWithFields && !(fields?.wentOut ?? true) }
 
-    /// The request's outcome once libcurl reports it done.
     /// The answer's `apns-unique-id` header, when APNs sent one (development only).
     var apnsUniqueId: String? {
+        if let id = fields?.withAnswerUniqueId({ String(decoding: $0, as: UTF8.self) }) { return id }
         let b = easy.buffers.pointee
         return b.apnsUniqueId.isEmpty ? nil : String(decoding: b.apnsUniqueId, as: UTF8.self)
     }
 
+    /// The answer's apns-id: the request's own string when it is the usual echo (no new string
+    /// per answer). From the fields' registration, or where it did not take it, from libcurl's
+    /// header callback.
+    private var answerApnsId: String? {
+        let sent = job?.request.apnsId
+        func read(_ id: UnsafeRawBufferPointer) -> String? {
+            if id.isEmpty { return nil }
+            if let sent, id.elementsEqual(sent.utf8) { return sent }
+            return String(decoding: id, as: UTF8.self)
+        }
+        if let fields, let id = fields.withAnswerApnsId(read) { return id }
+        return easy.buffers.pointee.apnsId.withUnsafeBytes(read)
+    }
+
+    /// The request's outcome once libcurl reports it done.
     func outcome(code: CURLcode) -> PushOutcome {
         guard code == CURLE_OK else {
             var text = easy.errorText
@@ -190,12 +216,7 @@ final class StreamSlot {
         }
         let status = easy.responseCode
         let b = easy.buffers.pointee
-        var apnsId: String?
-        if let sent = job?.request.apnsId, b.apnsId.elementsEqual(sent.utf8) {
-            apnsId = sent   // the usual echo: no new string per answer
-        } else if !b.apnsId.isEmpty {
-            apnsId = String(decoding: b.apnsId, as: UTF8.self)
-        }
+        let apnsId = answerApnsId
         var reason: APNsReason?
         var timestamp: Int64?
         if status != 200, let parsed = ResponseBody.parse(b.body) {

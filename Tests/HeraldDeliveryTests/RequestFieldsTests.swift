@@ -55,6 +55,17 @@ import Testing
         #expect(seen.count == jobs.count)
     }
 
+    /// Each result carries its answer's apns-id and apns-unique-id, as the simulator logged them.
+    static func checkAnswerIds(_ results: [PushResult], _ log: [SimulatorRequestLog.Entry], jobs: [PushJob]) {
+        let logged = Dictionary(log.compactMap { e in e.headers["apns-id"].map { ($0, e) } }, uniquingKeysWith: { a, _ in a })
+        for r in results {
+            let sent = jobs.first { $0.index == r.index }!.request.apnsId
+            guard case .answered(_, let apnsId, _, _) = r.outcome else { continue }
+            #expect(apnsId == sent, "request \(r.index)")
+            #expect(r.apnsUniqueId != nil && r.apnsUniqueId == logged[sent]?.uniqueId, "request \(r.index)")
+        }
+    }
+
     @Test func apnsHeadersGoStraightToNghttp2WithEachRequestsOwnValues() throws {
         #expect(RequestFields.inEffect, "libcurl's nghttp2_submit_request calls must reach CCurlNghttp2")
         let f = try Fixture()
@@ -67,6 +78,9 @@ import Testing
         let log = f.sim.requestLog.entries()
         #expect(log.count == 400)
         Self.checkLog(log, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        // apns-id and apns-unique-id of every answer were taken from nghttp2, libcurl never saw them.
+        Self.checkAnswerIds(results, log, jobs: jobs)
+        #expect(sender.answerFields == (taken: 800, dropped: 0))
         #expect(sender.requestFields == (attached: 400, missed: 0))
         // Each request's HEADERS and DATA frames leave in one TLS write (CCurlNghttp2's
         // coalesced_writes.c): frame by frame, there would be at least as many writes as frames.
@@ -89,15 +103,32 @@ import Testing
             return j
         }
         #expect(jobs.allSatisfy { $0.request.payload.count > 3_900 && $0.request.payload.count <= 4_096 })
-        let splitBefore = RequestFields.bodiesSplit
         let results = StreamingSenderTests.stream(sender, jobs, ahead: 400)
         sender.shutdown()
-        #expect(RequestFields.bodiesSplit > splitBefore, "no body waited for the window: the test missed its path")
+        #expect(sender.bodiesSplit > 0, "no body waited for the window: the test missed its path")
         #expect(results.count == 400 && results.allSatisfy { $0.outcome.status == 200 })
         let log = f.sim.requestLog.entries()
         #expect(log.count == 400)
         Self.checkLog(log, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
         #expect(sender.requestFields == (attached: 400, missed: 0))
+    }
+
+    /// Where libcurl makes its own :authority and content-length (another libcurl may; here its
+    /// Host and Content-Length are simply not cleared), the fields replace their values: to that
+    /// libcurl the request has no body, so its content-length says 0, and a body after it would
+    /// be a malformed request.
+    @Test func libcurlsOwnAuthorityAndLengthTakeTheFieldsValues() throws {
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        var settings = f.settings(streams: 20)
+        settings.keepLibcurlsHostAndLength = true
+        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
+        let jobs = Self.mixedJobs(1...100)
+        let results = StreamingSenderTests.stream(sender, jobs, ahead: 40)
+        sender.shutdown()
+        #expect(results.count == 100 && results.allSatisfy { $0.outcome.status == 200 })
+        Self.checkLog(f.sim.requestLog.entries(), against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        #expect(sender.requestFields == (attached: 100, missed: 0))
     }
 
     /// :authority as libcurl's Host header gives it: the port left out when it is https' own.
@@ -120,6 +151,9 @@ import Testing
         sender.shutdown()
         #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
         Self.checkLog(f.sim.requestLog.entries(), against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        // Here libcurl's header callback reads the answers' ids.
+        Self.checkAnswerIds(results, f.sim.requestLog.entries(), jobs: jobs)
+        #expect(sender.answerFields == (taken: 0, dropped: 0))
         #expect(sender.requestFields == (attached: 0, missed: 0))
     }
 

@@ -13,6 +13,9 @@ typedef struct herald_nv {
     uint8_t flags;
 } herald_nv;
 
+/// The longest apns-id or apns-unique-id value taken from an answer (longer ones go to libcurl).
+enum { HERALD_ANSWER_VALUE_MAX = 128 };
+
 /// The APNs header fields of one easy handle's next request, handed to nghttp2 directly instead
 /// of through libcurl's header list (see request_headers.c). Owned by the caller, registered for
 /// as long as `easy` may send; `nv` and the bytes it points to must stay valid until the next
@@ -22,10 +25,11 @@ typedef struct herald_request_headers {
     void *easy;
     herald_nv *nv;
     size_t count;
-    /// The first `optional` fields go out only if libcurl's own lack a field of that name
-    /// (:authority, content-length: libcurl makes them when not told otherwise, and another
-    /// libcurl may make them anyway). Fields named ":…" are placed after libcurl's pseudo-headers.
-    size_t optional;
+    /// The first `replacing` fields (:authority, content-length: libcurl makes them when not told
+    /// otherwise, and another libcurl may make them anyway) give their value to libcurl's field
+    /// of that name where it has one, and are added where it has none. Fields named ":…" are
+    /// placed after libcurl's pseudo-headers.
+    size_t replacing;
     /// Set to 1 by the caller when it prepares a request; set to 0 once the fields went out with it.
     int pending;
     /// Tests only: 1 makes the request go out without the fields, as if this file were not in use.
@@ -37,6 +41,12 @@ typedef struct herald_request_headers {
     /// Set by request_headers.c: how much of `body` nghttp2 has taken, and the stream it is for.
     size_t body_sent;
     int32_t stream_id;
+    /// The answer's apns-id and apns-unique-id (APNs sends the latter in development only), taken
+    /// from nghttp2 by response_headers.c before libcurl sees them; lengths 0 until they come.
+    uint8_t answer_apns_id[HERALD_ANSWER_VALUE_MAX];
+    size_t answer_apns_id_length;
+    uint8_t answer_unique_id[HERALD_ANSWER_VALUE_MAX];
+    size_t answer_unique_id_length;
     struct herald_request_headers *next;
 } herald_request_headers;
 
@@ -48,8 +58,12 @@ void herald_request_headers_unregister(herald_request_headers *h);
 /// fields must go in libcurl's header list.
 int herald_request_headers_in_effect(void);
 
-/// Bodies nghttp2 has taken in more than one part so far, in the whole process (its flow-control
-/// window was smaller than the rest of the body): how tests see that path taken.
-unsigned long herald_request_bodies_split(void);
+/// Bodies nghttp2 has taken in more than one part on the calling thread (its flow-control window
+/// was smaller than the rest of the body): how tests see that path taken.
+unsigned long herald_request_bodies_split_on_this_thread(void);
+
+/// Answer header fields response_headers.c has taken for registered requests (apns-id,
+/// apns-unique-id) and kept from libcurl (every other one) on the calling thread (for tests).
+void herald_answer_fields_on_this_thread(unsigned long *taken, unsigned long *dropped);
 
 #endif

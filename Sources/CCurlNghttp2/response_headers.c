@@ -1,0 +1,110 @@
+// Why this file exists: of an APNs answer's header fields herald reads two, apns-id and
+// apns-unique-id (development only). libcurl 7.88 turns every field nghttp2 decodes back into
+// HTTP/1 text ("name: value\r\n", appended a piece at a time, and a timer set to wake the
+// transfer), then parses each line again: compared with every header it knows, copied for its
+// header API (a malloc each) and handed to the header callback, where herald compares it again.
+// For the two fields herald reads, and for any other a server adds (the nginx stand-in adds
+// server, date, content-type and content-length), that is work done for nothing.
+//
+// How: this object defines nghttp2_session_callbacks_set_on_header_callback and registers its
+// own header callback in place of libcurl's (the way closed_streams.c wraps the stream-close
+// callback). For a stream that is the current request of a registered slot (request_headers.c)
+// whose fields went to nghttp2, apns-id and apns-unique-id are copied into the registration and
+// every other regular field is dropped; pseudo-headers (:status) and everything on any other
+// stream go to libcurl's callback untouched. A value longer than the registration holds also
+// goes to libcurl, whose header callback still reads it.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+#include "sessions.h"
+
+typedef int (*on_header_fn)(void *session, const void *frame, const uint8_t *name, size_t namelen,
+                            const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data);
+typedef void (*set_on_header_fn)(void *callbacks, on_header_fn cb);
+typedef void *(*stream_user_data_fn)(void *session, int32_t stream_id);
+
+/// nghttp2_frame_hd, with which every nghttp2_frame begins.
+struct frame_hd { size_t length; int32_t stream_id; uint8_t type; uint8_t flags; uint8_t reserved; };
+enum { FRAME_HEADERS = 0x01 };
+
+static on_header_fn libcurl_on_header;
+static _Thread_local unsigned long taken, dropped;
+
+/// The registration last found, by (session, stream): an answer's fields arrive one after another.
+/// Cleared when that registration or session goes away (request_headers.c, sessions.c).
+static _Thread_local struct { void *session; int32_t stream_id; herald_request_headers *h; } last;
+
+void response_headers_forget(const herald_request_headers *h) {
+    if (last.h == h) last.h = NULL, last.session = NULL;
+}
+
+void response_headers_forget_session(void *session) {
+    if (last.session == session) last.h = NULL, last.session = NULL;
+}
+
+static herald_request_headers *registration(void *session, int32_t stream_id) {
+    if (last.session == session && last.stream_id == stream_id) {
+        // Still this stream's: the slot may have moved on to a new request since.
+        return last.h && last.h->stream_id == stream_id ? last.h : NULL;
+    }
+    static stream_user_data_fn cached;
+    stream_user_data_fn get = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!get) {
+        get = (stream_user_data_fn)dlsym(RTLD_DEFAULT, "nghttp2_session_get_stream_user_data");
+        __atomic_store_n(&cached, get, __ATOMIC_RELAXED);
+    }
+    void *easy = get ? get(session, stream_id) : NULL;
+    herald_request_headers *h = easy ? request_headers_lookup(easy) : NULL;
+    // Only a request that went out with its fields: on the header-list path libcurl reads all.
+    if (h && (h->stream_id != stream_id || h->count == 0 || h->withheld || h->pending)) h = NULL;
+    last.session = session;
+    last.stream_id = stream_id;
+    last.h = h;
+    return h;
+}
+
+static int named(const uint8_t *name, size_t namelen, const char *want, size_t wantlen) {
+    return namelen == wantlen && memcmp(name, want, wantlen) == 0;
+}
+
+static int taking_header(void *session, const void *frame, const uint8_t *name, size_t namelen,
+                         const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
+    const struct frame_hd *hd = frame;
+    if (namelen == 0 || name[0] == ':' || hd->type != FRAME_HEADERS) goto pass;
+    herald_request_headers *h = registration(session, hd->stream_id);
+    if (!h) goto pass;
+    if (named(name, namelen, "apns-id", 7)) {
+        if (valuelen > HERALD_ANSWER_VALUE_MAX) goto pass;
+        memcpy(h->answer_apns_id, value, valuelen);
+        h->answer_apns_id_length = valuelen;
+        taken++;
+    } else if (named(name, namelen, "apns-unique-id", 14)) {
+        if (valuelen > HERALD_ANSWER_VALUE_MAX) goto pass;
+        memcpy(h->answer_unique_id, value, valuelen);
+        h->answer_unique_id_length = valuelen;
+        taken++;
+    } else {
+        dropped++;
+    }
+    return 0;
+pass:
+    return libcurl_on_header(session, frame, name, namelen, value, valuelen, flags, user_data);
+}
+
+void nghttp2_session_callbacks_set_on_header_callback(void *callbacks, on_header_fn cb) {
+    set_on_header_fn next = (set_on_header_fn)dlsym(RTLD_NEXT, "nghttp2_session_callbacks_set_on_header_callback");
+    on_header_fn registered = __atomic_load_n(&libcurl_on_header, __ATOMIC_ACQUIRE);
+    if (cb && (!registered || registered == cb)) {
+        // One user of nghttp2 in the process (libcurl) with one callback; any other is left alone.
+        __atomic_store_n(&libcurl_on_header, cb, __ATOMIC_RELEASE);
+        next(callbacks, taking_header);
+    } else {
+        next(callbacks, cb);
+    }
+}
+
+void herald_answer_fields_on_this_thread(unsigned long *taken_out, unsigned long *dropped_out) {
+    *taken_out = taken;
+    *dropped_out = dropped;
+}
