@@ -96,6 +96,7 @@ final class RequestFields {
         self.key = key
         registered.pointee.body = body
         registered.pointee.body_length = r.payload.count
+        forgetAnswer()
         registered.pointee.pending = 1
     }
 
@@ -104,7 +105,15 @@ final class RequestFields {
         registered.pointee.count = 0
         registered.pointee.pending = 0
         registered.pointee.body = nil
+        forgetAnswer()
         key = nil
+    }
+
+    /// No answer ids until the next request's answer brings them (a request on the header-list
+    /// path must not report an earlier one's).
+    private func forgetAnswer() {
+        registered.pointee.answer_apns_id_length = 0
+        registered.pointee.answer_unique_id_length = 0
     }
 
     /// Calls `body` with the apns-id of the answer to the request prepared last, as taken from
