@@ -25,11 +25,9 @@
 // that handle's calls. A note that is overwritten or missing only means the reset goes out, as
 // it would without this file.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
-#include "ClosedStreams.h"
 #include "sessions.h"
 
 typedef int (*rst_fn)(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code);
@@ -74,24 +72,14 @@ static int noting_close(void *session, int32_t stream_id, uint32_t error_code, v
 }
 
 void nghttp2_session_callbacks_set_on_stream_close_callback(void *callbacks, close_cb cb) {
-    set_close_fn next = (set_close_fn)dlsym(RTLD_NEXT, "nghttp2_session_callbacks_set_on_stream_close_callback");
-    close_cb registered = __atomic_load_n(&libcurl_close_cb, __ATOMIC_ACQUIRE);
-    if (cb && (!registered || registered == cb)) {
-        // One user of nghttp2 in the process (libcurl) with one callback; any other is left alone.
-        __atomic_store_n(&libcurl_close_cb, cb, __ATOMIC_RELEASE);
-        next(callbacks, noting_close);
-    } else {
-        next(callbacks, cb);
-    }
+    static void *cache;
+    set_close_fn next = (set_close_fn)nghttp2_next("nghttp2_session_callbacks_set_on_stream_close_callback", &cache);
+    next(callbacks, adopt_libcurl_callback((void **)&libcurl_close_cb, (void *)cb) ? noting_close : cb);
 }
 
 int nghttp2_submit_rst_stream(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code) {
-    static rst_fn next_cached;
-    rst_fn next = __atomic_load_n(&next_cached, __ATOMIC_RELAXED);
-    if (!next) {
-        next = (rst_fn)dlsym(RTLD_NEXT, "nghttp2_submit_rst_stream");
-        __atomic_store_n(&next_cached, next, __ATOMIC_RELAXED);
-    }
+    static void *cache;
+    rst_fn next = (rst_fn)nghttp2_next("nghttp2_submit_rst_stream", &cache);
     if (error_code == NGHTTP2_STREAM_CLOSED && stream_id > 0 && closed) {
         struct note *n = slot(stream_id);
         if (n->session == session && n->stream_id == stream_id) {
@@ -105,7 +93,7 @@ int nghttp2_submit_rst_stream(void *session, uint8_t flags, int32_t stream_id, u
     return next(session, flags, stream_id, error_code);
 }
 
-void herald_closed_stream_resets_on_this_thread(unsigned long *dropped_out, unsigned long *passed_out) {
-    *dropped_out = dropped;
-    *passed_out = passed;
+void closed_streams_count(herald_shim_counts *counts) {
+    counts->resets_dropped = dropped;
+    counts->resets_passed = passed;
 }

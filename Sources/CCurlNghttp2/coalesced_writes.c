@@ -19,7 +19,6 @@
 // Outboxes are per thread (a multi handle and its sessions live on one thread), eight per
 // thread; a session beyond those sends frame by frame.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -124,41 +123,27 @@ int herald_coalesced_pending(void *session) {
     return b && b->off < b->len;
 }
 
-void herald_coalesced_writes_on_this_thread(unsigned long *frames, unsigned long *writes) {
-    *frames = frames_collected;
-    *writes = writes_made;
+void coalesced_writes_count(herald_shim_counts *counts) {
+    counts->frames_collected = frames_collected;
+    counts->writes_made = writes_made;
 }
 
 void nghttp2_session_callbacks_set_send_callback(void *callbacks, herald_deliver_fn cb) {
-    set_send_fn next = (set_send_fn)dlsym(RTLD_NEXT, "nghttp2_session_callbacks_set_send_callback");
-    herald_deliver_fn registered = __atomic_load_n(&libcurl_send_cb, __ATOMIC_ACQUIRE);
-    if (cb && (!registered || registered == cb)) {
-        // One user of nghttp2 in the process (libcurl) with one callback; any other is left alone.
-        __atomic_store_n(&libcurl_send_cb, cb, __ATOMIC_RELEASE);
-        next(callbacks, herald_coalesced_collect);
-    } else {
-        next(callbacks, cb);
-    }
+    static void *cache;
+    set_send_fn next = (set_send_fn)nghttp2_next("nghttp2_session_callbacks_set_send_callback", &cache);
+    next(callbacks, adopt_libcurl_callback((void **)&libcurl_send_cb, (void *)cb) ? herald_coalesced_collect : cb);
 }
 
 int nghttp2_session_send(void *session) {
-    static herald_produce_fn cached;
-    herald_produce_fn next = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (!next) {
-        next = (herald_produce_fn)dlsym(RTLD_NEXT, "nghttp2_session_send");
-        __atomic_store_n(&cached, next, __ATOMIC_RELAXED);
-    }
+    static void *cache;
+    herald_produce_fn next = (herald_produce_fn)nghttp2_next("nghttp2_session_send", &cache);
     herald_deliver_fn deliver = __atomic_load_n(&libcurl_send_cb, __ATOMIC_ACQUIRE);
     if (!deliver) return next(session);
     return herald_coalesced_send(session, next, deliver);
 }
 
 int nghttp2_session_want_write(void *session) {
-    static want_write_fn cached;
-    want_write_fn next = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (!next) {
-        next = (want_write_fn)dlsym(RTLD_NEXT, "nghttp2_session_want_write");
-        __atomic_store_n(&cached, next, __ATOMIC_RELAXED);
-    }
+    static void *cache;
+    want_write_fn next = (want_write_fn)nghttp2_next("nghttp2_session_want_write", &cache);
     return next(session) || herald_coalesced_pending(session);
 }

@@ -37,7 +37,7 @@
 typedef int32_t (*submit_fn)(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                              const void *data_prd, void *stream_user_data);
 
-enum { BUCKETS = 1024, ON_STACK = 32, DATA_FLAG_EOF = 1, ERR_TEMPORAL_CALLBACK_FAILURE = -521 };
+enum { BUCKETS = 1024, ON_STACK = 32, REPLACING_MAX = 8, DATA_FLAG_EOF = 1, ERR_TEMPORAL_CALLBACK_FAILURE = -521 };
 
 /// nghttp2_data_provider and its read callback.
 typedef ssize_t (*read_fn)(void *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
@@ -82,13 +82,8 @@ herald_request_headers *request_headers_lookup(const void *easy) {
 }
 
 static submit_fn next_submit(void) {
-    static submit_fn cached;
-    submit_fn next = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (!next) {
-        next = (submit_fn)dlsym(RTLD_NEXT, "nghttp2_submit_request");
-        __atomic_store_n(&cached, next, __ATOMIC_RELAXED);
-    }
-    return next;
+    static void *cache;
+    return (submit_fn)nghttp2_next("nghttp2_submit_request", &cache);
 }
 
 static int is_pseudo(const herald_nv *f) { return f->namelen > 0 && f->name[0] == ':'; }
@@ -102,12 +97,12 @@ static long find_field(const herald_nv *nva, size_t nvlen, const herald_nv *f) {
 }
 
 /// Appends `h`'s pseudo (`pseudo` 1) or regular fields to `out` at `*n`, except the replacing
-/// ones libcurl's fields (`nva`) already name.
-static void add_fields(herald_nv *out, size_t *n, const herald_request_headers *h, int pseudo, const herald_nv *nva, size_t nvlen) {
+/// ones (the first `replacing`) libcurl's fields already name (`found[i]` ≥ 0).
+static void add_fields(herald_nv *out, size_t *n, const herald_request_headers *h, int pseudo, const long *found, size_t replacing) {
     for (size_t i = 0; i < h->count; i++) {
         const herald_nv *f = &h->nv[i];
         if (is_pseudo(f) != pseudo) continue;
-        if (i < h->replacing && find_field(nva, nvlen, f) >= 0) continue;
+        if (i < replacing && found[i] >= 0) continue;
         out[(*n)++] = *f;
     }
 }
@@ -139,18 +134,23 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     size_t total = nvlen + h->count;
     herald_nv *all = total <= ON_STACK ? on_stack : malloc(total * sizeof *all);
     if (!all) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
+    // Where libcurl's own field of each replacing field's name sits, if it has one.
+    long found[REPLACING_MAX];
+    size_t replacing = h->replacing < h->count ? h->replacing : h->count;
+    if (replacing > REPLACING_MAX) replacing = REPLACING_MAX;
+    for (size_t i = 0; i < replacing; i++) found[i] = find_field(nva, nvlen, &h->nv[i]);
     // Pseudo-headers must precede every regular field (RFC 9113 §8.3).
     size_t lead = 0;
     while (lead < nvlen && is_pseudo(&nva[lead])) lead++;
     memcpy(all, nva, lead * sizeof *all);
     size_t n = lead;
-    add_fields(all, &n, h, 1, nva, nvlen);
+    add_fields(all, &n, h, 1, found, replacing);
     size_t shift = n - lead;   // libcurl's regular fields come after our pseudo-headers
     memcpy(all + n, nva + lead, (nvlen - lead) * sizeof *all);
     n += nvlen - lead;
-    add_fields(all, &n, h, 0, nva, nvlen);
-    for (size_t i = 0; i < h->replacing && i < h->count; i++) {
-        long k = find_field(nva, nvlen, &h->nv[i]);
+    add_fields(all, &n, h, 0, found, replacing);
+    for (size_t i = 0; i < replacing; i++) {
+        long k = found[i];
         if (k < 0) continue;
         herald_nv *field = &all[(size_t)k < lead ? (size_t)k : (size_t)k + shift];
         field->value = h->nv[i].value;
@@ -178,4 +178,4 @@ int herald_request_headers_in_effect(void) {
     return first == (void *)&nghttp2_submit_request && next_submit() != NULL;
 }
 
-unsigned long herald_request_bodies_split_on_this_thread(void) { return bodies_split; }
+void request_headers_count(herald_shim_counts *counts) { counts->bodies_split = bodies_split; }

@@ -14,7 +14,6 @@
 // stream go to libcurl's callback untouched. A value longer than the registration holds also
 // goes to libcurl, whose header callback still reads it.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 #include "sessions.h"
@@ -48,12 +47,8 @@ static herald_request_headers *registration(void *session, int32_t stream_id) {
         // Still this stream's: the slot may have moved on to a new request since.
         return last.h && last.h->stream_id == stream_id ? last.h : NULL;
     }
-    static stream_user_data_fn cached;
-    stream_user_data_fn get = __atomic_load_n(&cached, __ATOMIC_RELAXED);
-    if (!get) {
-        get = (stream_user_data_fn)dlsym(RTLD_DEFAULT, "nghttp2_session_get_stream_user_data");
-        __atomic_store_n(&cached, get, __ATOMIC_RELAXED);
-    }
+    static void *cache;
+    stream_user_data_fn get = (stream_user_data_fn)nghttp2_next("nghttp2_session_get_stream_user_data", &cache);
     void *easy = get ? get(session, stream_id) : NULL;
     herald_request_headers *h = easy ? request_headers_lookup(easy) : NULL;
     // Only a request that went out with its fields: on the header-list path libcurl reads all.
@@ -93,18 +88,12 @@ pass:
 }
 
 void nghttp2_session_callbacks_set_on_header_callback(void *callbacks, on_header_fn cb) {
-    set_on_header_fn next = (set_on_header_fn)dlsym(RTLD_NEXT, "nghttp2_session_callbacks_set_on_header_callback");
-    on_header_fn registered = __atomic_load_n(&libcurl_on_header, __ATOMIC_ACQUIRE);
-    if (cb && (!registered || registered == cb)) {
-        // One user of nghttp2 in the process (libcurl) with one callback; any other is left alone.
-        __atomic_store_n(&libcurl_on_header, cb, __ATOMIC_RELEASE);
-        next(callbacks, taking_header);
-    } else {
-        next(callbacks, cb);
-    }
+    static void *cache;
+    set_on_header_fn next = (set_on_header_fn)nghttp2_next("nghttp2_session_callbacks_set_on_header_callback", &cache);
+    next(callbacks, adopt_libcurl_callback((void **)&libcurl_on_header, (void *)cb) ? taking_header : cb);
 }
 
-void herald_answer_fields_on_this_thread(unsigned long *taken_out, unsigned long *dropped_out) {
-    *taken_out = taken;
-    *dropped_out = dropped;
+void response_headers_count(herald_shim_counts *counts) {
+    counts->answer_fields_taken = taken;
+    counts->answer_fields_dropped = dropped;
 }

@@ -3,12 +3,36 @@
 // object defines the two calls that begin and end a session in libcurl
 // (nghttp2_session_client_new2 and nghttp2_session_del), tells those files, and passes each call
 // on to libnghttp2's own (dlsym RTLD_NEXT; see closed_streams.c for why libcurl's calls arrive here).
+// It also holds the two helpers every file here uses for that, and gathers their counts (sessions.h).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include "sessions.h"
 
 typedef int (*client_new2_fn)(void **session, const void *callbacks, void *user_data, const void *option);
 typedef void (*session_del_fn)(void *session);
+
+void *nghttp2_next(const char *name, void **cache) {
+    void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, f, __ATOMIC_RELAXED);
+    }
+    return f;
+}
+
+int adopt_libcurl_callback(void **registered, void *cb) {
+    if (!cb) return 0;
+    void *expected = NULL;
+    if (__atomic_compare_exchange_n(registered, &expected, cb, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return 1;
+    return expected == cb;
+}
+
+void herald_shim_counts_on_this_thread(herald_shim_counts *counts) {
+    closed_streams_count(counts);
+    coalesced_writes_count(counts);
+    request_headers_count(counts);
+    response_headers_count(counts);
+}
 
 static void forget(void *session) {
     closed_streams_forget(session);
@@ -17,14 +41,16 @@ static void forget(void *session) {
 }
 
 int nghttp2_session_client_new2(void **session, const void *callbacks, void *user_data, const void *option) {
-    client_new2_fn next = (client_new2_fn)dlsym(RTLD_NEXT, "nghttp2_session_client_new2");
+    static void *cache;
+    client_new2_fn next = (client_new2_fn)nghttp2_next("nghttp2_session_client_new2", &cache);
     int rv = next(session, callbacks, user_data, option);
     if (rv == 0 && session) forget(*session);
     return rv;
 }
 
 void nghttp2_session_del(void *session) {
-    session_del_fn next = (session_del_fn)dlsym(RTLD_NEXT, "nghttp2_session_del");
+    static void *cache;
+    session_del_fn next = (session_del_fn)nghttp2_next("nghttp2_session_del", &cache);
     forget(session);
     next(session);
 }

@@ -9,6 +9,20 @@
 void closed_streams_forget(void *session);
 void response_headers_forget_session(void *session);
 
+// Shared by every file here (sessions.c): libnghttp2's own definition of a function this target
+// also defines, looked up once into *cache; and whether `cb`, given to one of nghttp2's
+// set-callback calls, is libcurl's: the first one given is kept in *registered as libcurl's (one
+// user of nghttp2 in the process, with one callback per hook), any other is left alone.
+void *nghttp2_next(const char *name, void **cache);
+
+// Each file's share of herald_shim_counts_on_this_thread (sessions.c).
+#include "ShimCounts.h"
+void closed_streams_count(herald_shim_counts *counts);
+void coalesced_writes_count(herald_shim_counts *counts);
+void request_headers_count(herald_shim_counts *counts);
+void response_headers_count(herald_shim_counts *counts);
+int adopt_libcurl_callback(void **registered, void *cb);
+
 // Shared by request_headers.c and response_headers.c: the registration of an easy handle, and
 // the notice that one is going away.
 #include "RequestHeaders.h"

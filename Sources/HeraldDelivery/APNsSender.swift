@@ -88,8 +88,12 @@ public final class APNsSender: @unchecked Sendable {
     /// after every stream) and passed on (open or unsent streams), once the workers have stopped
     /// (for tests).
     var streamResets: (dropped: Int, passed: Int) {
-        (shared.closedStreamResetsDropped.load(ordering: .relaxed), shared.closedStreamResetsPassed.load(ordering: .relaxed))
+        let c = shimCounts
+        return (c.resetsDropped, c.resetsPassed)
     }
+
+    /// What CCurlNghttp2's shims did for these connections, once the workers have stopped (for tests).
+    var shimCounts: ShimCounts { shared.shimCounts.withLock { $0 } }
 
     /// Answered requests whose APNs header fields went to nghttp2 directly, and those answered
     /// without them, once the workers have stopped (for tests).
@@ -100,15 +104,17 @@ public final class APNsSender: @unchecked Sendable {
     /// HTTP/2 frames the connections collected and the TLS writes made of them, once the workers
     /// have stopped (for tests: a request's HEADERS and DATA go out in one write).
     var coalescedWrites: (frames: Int, writes: Int) {
-        (shared.coalescedFrames.load(ordering: .relaxed), shared.coalescedWrites.load(ordering: .relaxed))
+        let c = shimCounts
+        return (c.framesCollected, c.writesMade)
     }
 
     /// Request bodies nghttp2 took in parts (waiting for flow control), and answer header fields
     /// taken from nghttp2 (apns-id, apns-unique-id) or kept from libcurl (every other one), once
     /// the workers have stopped (for tests).
-    var bodiesSplit: Int { shared.bodiesSplit.load(ordering: .relaxed) }
+    var bodiesSplit: Int { shimCounts.bodiesSplit }
     var answerFields: (taken: Int, dropped: Int) {
-        (shared.answerFieldsTaken.load(ordering: .relaxed), shared.answerFieldsDropped.load(ordering: .relaxed))
+        let c = shimCounts
+        return (c.answerFieldsTaken, c.answerFieldsDropped)
     }
 
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request

@@ -1,5 +1,4 @@
 internal import CCurl
-internal import CCurlNghttp2
 import Foundation
 import HeraldCore
 
@@ -57,20 +56,11 @@ final class ConnectionWorker: @unchecked Sendable {
     private var activeCount: Int { (current?.active ?? 0) + draining.reduce(0) { $0 + $1.active } }
 
     func run() {
-        let resetsBefore = Self.streamResetsOnThisThread()
-        let writesBefore = Self.coalescedWritesOnThisThread()
-        let fieldCountsBefore = RequestFields.countsOnThisThread()
+        // Every libcurl call of this worker's connections runs on this thread, and a pooled
+        // thread may have served another worker before: only this run's difference counts.
+        let countsBefore = ShimCounts.onThisThread()
         defer {
-            let fieldCounts = RequestFields.countsOnThisThread()
-            shared.bodiesSplit.add(fieldCounts.bodiesSplit - fieldCountsBefore.bodiesSplit, ordering: .relaxed)
-            shared.answerFieldsTaken.add(fieldCounts.answerFieldsTaken - fieldCountsBefore.answerFieldsTaken, ordering: .relaxed)
-            shared.answerFieldsDropped.add(fieldCounts.answerFieldsDropped - fieldCountsBefore.answerFieldsDropped, ordering: .relaxed)
-            let writes = Self.coalescedWritesOnThisThread()
-            shared.coalescedFrames.add(writes.frames - writesBefore.frames, ordering: .relaxed)
-            shared.coalescedWrites.add(writes.writes - writesBefore.writes, ordering: .relaxed)
-            let resets = Self.streamResetsOnThisThread()
-            shared.closedStreamResetsDropped.add(resets.dropped - resetsBefore.dropped, ordering: .relaxed)
-            shared.closedStreamResetsPassed.add(resets.passed - resetsBefore.passed, ordering: .relaxed)
+            shared.shimCounts.withLock { $0.addThisThread(since: countsBefore) }
             shared.requestFieldsAttached.add(fieldsAttached, ordering: .relaxed)
             shared.requestFieldsMissed.add(fieldsMissed, ordering: .relaxed)
         }
@@ -94,21 +84,6 @@ final class ConnectionWorker: @unchecked Sendable {
         }
         current = nil
         draining.removeAll()
-    }
-
-    /// This thread's RST_STREAM counts (CCurlNghttp2's closed_streams.c): every libcurl call of this
-    /// worker's connections runs on this thread, and a pooled thread may have served another.
-    private static func streamResetsOnThisThread() -> (dropped: Int, passed: Int) {
-        var dropped: UInt = 0, passed: UInt = 0
-        herald_closed_stream_resets_on_this_thread(&dropped, &passed)
-        return (Int(dropped), Int(passed))
-    }
-
-    /// This thread's frames collected and writes made by CCurlNghttp2's outboxes.
-    private static func coalescedWritesOnThisThread() -> (frames: Int, writes: Int) {
-        var frames: UInt = 0, writes: UInt = 0
-        herald_coalesced_writes_on_this_thread(&frames, &writes)
-        return (Int(frames), Int(writes))
     }
 
     // MARK: feeding

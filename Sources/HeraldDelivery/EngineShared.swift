@@ -108,23 +108,12 @@ final class EngineShared: Sendable {
     /// corked: how tests see that `TCPCork` is in use.
     let socketsLearnt = Atomic<Int>(0)
     let corkedTurns = Atomic<Int>(0)
-    /// RST_STREAM frames libcurl asked for on streams already closed (dropped) and on open or
-    /// unsent ones (passed on): how tests see that Sources/CCurlNghttp2/closed_streams.c is in the path.
-    let closedStreamResetsDropped = Atomic<Int>(0)
-    let closedStreamResetsPassed = Atomic<Int>(0)
+    /// What CCurlNghttp2's shims did for these connections, added by each worker as it stops.
+    let shimCounts = Mutex(ShimCounts())
     /// Answered requests whose APNs header fields went to nghttp2 directly, and those that went
     /// out without them (CCurlNghttp2 bypassed), added by each worker as it stops.
     let requestFieldsAttached = Atomic<Int>(0)
     let requestFieldsMissed = Atomic<Int>(0)
-    /// HTTP/2 frames collected into outboxes and writes made of them (CCurlNghttp2's
-    /// coalesced_writes.c), added by each worker as it stops.
-    let coalescedFrames = Atomic<Int>(0)
-    let coalescedWrites = Atomic<Int>(0)
-    /// Bodies nghttp2 took in parts (flow control) and answer header fields taken from nghttp2
-    /// or kept from libcurl (CCurlNghttp2), added by each worker as it stops.
-    let bodiesSplit = Atomic<Int>(0)
-    let answerFieldsTaken = Atomic<Int>(0)
-    let answerFieldsDropped = Atomic<Int>(0)
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

@@ -131,15 +131,6 @@ final class RequestFields {
         return withUnsafeBytes(of: &registered.pointee.answer_unique_id) { body(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
     }
 
-    /// This thread's counts (CCurlNghttp2 keeps them per thread; a connection's calls all run on
-    /// its worker's): bodies nghttp2 took in more than one part, answer fields taken from nghttp2
-    /// (apns-id, apns-unique-id) and kept from libcurl (all others).
-    static func countsOnThisThread() -> (bodiesSplit: Int, answerFieldsTaken: Int, answerFieldsDropped: Int) {
-        var taken: UInt = 0, dropped: UInt = 0
-        herald_answer_fields_on_this_thread(&taken, &dropped)
-        return (Int(herald_request_bodies_split_on_this_thread()), Int(taken), Int(dropped))
-    }
-
     /// False while the request prepared last has not been handed to nghttp2 with these fields.
     var wentOut: Bool { registered.pointee.pending == 0 }
 

@@ -25,7 +25,5 @@ int herald_coalesced_pending(void *session);
 /// Drops `session`'s outbox, unsent bytes included: the session is gone (or a test is done with it).
 void herald_coalesced_forget(void *session);
 
-/// Frames collected and writes made (calls of the send callback with an outbox) on the calling thread.
-void herald_coalesced_writes_on_this_thread(unsigned long *frames, unsigned long *writes);
 
 #endif

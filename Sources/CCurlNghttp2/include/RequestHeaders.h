@@ -25,10 +25,10 @@ typedef struct herald_request_headers {
     void *easy;
     herald_nv *nv;
     size_t count;
-    /// The first `replacing` fields (:authority, content-length: libcurl makes them when not told
-    /// otherwise, and another libcurl may make them anyway) give their value to libcurl's field
-    /// of that name where it has one, and are added where it has none. Fields named ":…" are
-    /// placed after libcurl's pseudo-headers.
+    /// The first `replacing` fields, at most 8 (:authority, :path, content-length: libcurl makes
+    /// them, and another libcurl may make them even when told not to) give their value to
+    /// libcurl's field of that name where it has one, and are added where it has none. Fields
+    /// named ":…" are placed after libcurl's pseudo-headers.
     size_t replacing;
     /// Set to 1 by the caller when it prepares a request; set to 0 once the fields went out with it.
     int pending;
@@ -57,13 +57,5 @@ void herald_request_headers_unregister(herald_request_headers *h);
 /// through the dynamic linker and this executable's definition comes first), else 0: then the
 /// fields must go in libcurl's header list.
 int herald_request_headers_in_effect(void);
-
-/// Bodies nghttp2 has taken in more than one part on the calling thread (its flow-control window
-/// was smaller than the rest of the body): how tests see that path taken.
-unsigned long herald_request_bodies_split_on_this_thread(void);
-
-/// Answer header fields response_headers.c has taken for registered requests (apns-id,
-/// apns-unique-id) and kept from libcurl (every other one) on the calling thread (for tests).
-void herald_answer_fields_on_this_thread(unsigned long *taken, unsigned long *dropped);
 
 #endif
