@@ -72,7 +72,7 @@ public enum RegistrationTime {
         return whole * 1000 + Int64(fraction * 1000)
     }
 
-    static func iso8601(_ b: [UInt8]) -> Int64? {
+    public static func iso8601(_ b: [UInt8]) -> Int64? {
         var i = 0
         func number(_ width: Int) -> Int64? {
             guard i + width <= b.count else { return nil }

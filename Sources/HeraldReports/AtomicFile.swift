@@ -8,7 +8,7 @@ public final class AtomicFile {
     let path: String
     private let tempPath: String
     private let fd: Int32
-    private var buffer: [UInt8] = []
+    private var buffer = RowBuffer(capacity: 1 << 17)
     private var closed = false
     /// Set for `reports.compress`: what is written goes through gzip.
     private let deflater: GzipDeflater?
@@ -21,7 +21,6 @@ public final class AtomicFile {
         guard fd >= 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
         fchmod(fd, mode)   // whatever the umask says
         self.fd = fd
-        buffer.reserveCapacity(1 << 16)
     }
 
     deinit {
@@ -29,29 +28,33 @@ public final class AtomicFile {
     }
 
     public func write(_ text: String) throws(ReportError) {
-        buffer.append(contentsOf: text.utf8)
+        buffer.append(text)
         if buffer.count >= 1 << 16 { try flush() }
     }
 
     /// Appends bytes straight into the write buffer (report rows, without a String per row).
-    func append(_ body: (inout [UInt8]) -> Void) throws(ReportError) {
+    func append(_ body: (inout RowBuffer) -> Void) throws(ReportError) {
         body(&buffer)
         if buffer.count >= 1 << 16 { try flush() }
     }
 
     private func flush(finish: Bool = false) throws(ReportError) {
         if let deflater {
-            try writeAll(try deflater.deflate(buffer, finish: finish, path: path))
+            let packed = try deflater.deflate(buffer.bytes, finish: finish, path: path)
+            let failure = packed.withUnsafeBytes { b -> ReportError? in
+                do throws(ReportError) { try writeAll(b); return nil } catch { return error }
+            }
+            if let failure { throw failure }
         } else {
-            try writeAll(buffer)
+            try writeAll(buffer.bytes)
         }
-        buffer.removeAll(keepingCapacity: true)
+        buffer.removeAll()
     }
 
-    private func writeAll(_ bytes: [UInt8]) throws(ReportError) {
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws(ReportError) {
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
+            let n = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ReportError(path: path, why: String(cString: strerror(errno)))

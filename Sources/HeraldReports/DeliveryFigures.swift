@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldState
 
@@ -13,6 +14,25 @@ public struct DeliveryFigures: Sendable, Equatable {
     public var unregistered = 0
     /// BadDeviceToken / DeviceTokenNotForTopic this run (rejected-tokens.csv).
     public var rejectedTokens = 0
+    /// The recipients that streamed past, by report status and by reason (empty reasons left
+    /// out): the summary's counts, taken in the same pass instead of three more queries over
+    /// every recipient (2.5k instructions a recipient, callgrind, 5,000 stand-in pushes).
+    public var byStatus: [RecipientStatus: Int] {
+        Dictionary(uniqueKeysWithValues: RecipientStatus.allCases.map { ($0, statusTally[Self.slot($0)]) })
+    }
+    public private(set) var byReason: [String: Int] = [:]
+    public var recipients: Int { statusTally.reduce(0, +) }
+    private var statusTally = [Int](repeating: 0, count: RecipientStatus.allCases.count)
+
+    private static func slot(_ s: RecipientStatus) -> Int {
+        switch s {
+        case .sent: 0
+        case .failed: 1
+        case .suppressed: 2
+        case .throttled: 3
+        case .pending: 4
+        }
+    }
 
     public init() {}
 
@@ -20,12 +40,21 @@ public struct DeliveryFigures: Sendable, Equatable {
     /// than a dead token, so kept apart from unregistered.csv.
     public static let rejectedReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic"]
 
-    static func isUnregistered(_ d: DeliveryRow) -> Bool { d.status == .failed && d.httpStatus == 410 }
-    static func isRejected(_ d: DeliveryRow) -> Bool { d.status == .failed && rejectedReasons.contains(d.reason) }
+    static func isUnregistered<D: DeliveryFields>(_ d: D) -> Bool { d.status == .failed && d.httpStatus == 410 }
+    static func isRejected<D: DeliveryFields>(_ d: D) -> Bool {
+        d.status == .failed && d.withText(.reason) { r in
+            guard let r else { return false }
+            return rejectedReasons.contains { $0.utf8.elementsEqual(r) }
+        }
+    }
 
-    mutating func add(_ d: DeliveryRow, attemptSeconds: inout AttemptSecondReader) {
+    mutating func add<D: DeliveryFields>(_ d: D, attemptSeconds: inout AttemptSecondReader) {
+        statusTally[Self.slot(d.status.reportStatus)] += 1
+        d.withText(.reason) { r in
+            if let r, !r.isEmpty { byReason[String(decoding: r, as: UTF8.self), default: 0] += 1 }
+        }
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
-        if d.status == .sent, let at = d.lastAttemptAt, let second = attemptSeconds.second(of: at) {
+        if d.status == .sent, let second = d.withText(.lastAttemptAt, { $0.flatMap { attemptSeconds.second(of: $0) } }) {
             sentPerSecond[second, default: 0] += 1
         }
         if Self.isUnregistered(d) { unregistered += 1 }
@@ -60,14 +89,23 @@ public struct DeliveryFigures: Sendable, Equatable {
 /// claim's time by the hundred (a chunk is claimed at once), so the last text parsed is kept:
 /// parsing every row was 1.3 % of a run's instructions (callgrind, 5,000 stand-in pushes).
 struct AttemptSecondReader {
-    private var lastText: String?
+    private var lastText: [UInt8] = []
     private var lastSecond: Int64?
+    private var read = false
 
-    mutating func second(of text: String) -> Int64? {
-        if text != lastText {
-            lastText = text
-            lastSecond = RegistrationTime.iso8601Milliseconds(text).map { $0 / 1000 }
+    mutating func second(of text: UnsafeRawBufferPointer) -> Int64? {
+        let same = read && lastText.count == text.count
+            && (text.isEmpty || lastText.withUnsafeBytes { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 })
+        if !same {
+            read = true
+            lastText = Array(text)
+            lastSecond = RegistrationTime.iso8601(lastText).map { $0 / 1000 }
         }
         return lastSecond
+    }
+
+    mutating func second(of text: String) -> Int64? {
+        var text = text
+        return text.withUTF8 { second(of: UnsafeRawBufferPointer($0)) }
     }
 }

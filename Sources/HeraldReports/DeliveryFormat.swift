@@ -13,95 +13,186 @@ enum DeliveryFormat {
     static let unregisteredColumns = ["token", "reason", "invalidated_at", "recipient_id", "file", "line", "apns_id"]
     static let rejectedColumns = ["token", "reason", "http_status", "recipient_id", "file", "line", "apns_id", "last_attempt_at"]
 
-    static func invalidatedText(_ d: DeliveryRow) -> String? {
+    static func invalidatedText<D: DeliveryFields>(_ d: D) -> String? {
         d.invalidatedAt.map { RegistrationTime.iso8601(milliseconds: $0) }
     }
 
-    static func csv(_ d: DeliveryRow, to out: inout [UInt8]) {
+    static func csv<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
-        w.text(d.file, &out); w.int(d.line, &out); w.text(d.recipientId, &out); w.text(d.token, &out); w.text(d.status.reportStatus.rawValue, &out)
-        w.int(d.httpStatus, &out); w.text(d.reason, &out); w.text(d.apnsId, &out); w.int(d.attempts, &out)
-        w.text(d.firstAttemptAt, &out); w.text(d.lastAttemptAt, &out)
-        w.text(d.apnsUniqueId, &out); w.int(d.latencyMs, &out); w.text(invalidatedText(d), &out)
+        w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .recipientId, &out); w.text(d, .token, &out)
+        w.status(d.status, &out); w.int(d.httpStatus, &out); w.text(d, .reason, &out); w.text(d, .apnsId, &out); w.int(d.attempts, &out)
+        w.text(d, .firstAttemptAt, &out); w.text(d, .lastAttemptAt, &out)
+        w.text(d, .apnsUniqueId, &out); w.int(d.latencyMs, &out); w.string(invalidatedText(d), &out)
     }
 
     /// One deliveries.ndjson line: the CSV's columns as keys, numbers as numbers, absent values null.
-    static func ndjson(_ d: DeliveryRow, to out: inout [UInt8]) {
+    static func ndjson<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = NDJSONRowWriter(&out); defer { w.end(&out) }
-        w.text("file", d.file, &out); w.int("line", d.line, &out); w.text("recipient_id", d.recipientId, &out); w.text("token", d.token, &out)
-        w.text("status", d.status.reportStatus.rawValue, &out); w.int("http_status", d.httpStatus, &out); w.text("reason", d.reason, &out)
-        w.text("apns_id", d.apnsId, &out); w.int("attempts", d.attempts, &out); w.text("first_attempt_at", d.firstAttemptAt, &out)
-        w.text("last_attempt_at", d.lastAttemptAt, &out); w.text("apns_unique_id", d.apnsUniqueId, &out); w.int("latency_ms", d.latencyMs, &out)
-        w.text("invalidated_at", invalidatedText(d), &out)
+        w.text("\"file\":", d, .file, &out); w.int("\"line\":", d.line, &out); w.text("\"recipient_id\":", d, .recipientId, &out)
+        w.text("\"token\":", d, .token, &out); w.status("\"status\":", d.status, &out); w.int("\"http_status\":", d.httpStatus, &out)
+        w.text("\"reason\":", d, .reason, &out); w.text("\"apns_id\":", d, .apnsId, &out); w.int("\"attempts\":", d.attempts, &out)
+        w.text("\"first_attempt_at\":", d, .firstAttemptAt, &out); w.text("\"last_attempt_at\":", d, .lastAttemptAt, &out)
+        w.text("\"apns_unique_id\":", d, .apnsUniqueId, &out); w.int("\"latency_ms\":", d.latencyMs, &out)
+        w.string("\"invalidated_at\":", invalidatedText(d), &out)
     }
 
-    static func unregistered(_ d: DeliveryRow, to out: inout [UInt8]) {
+    static func unregistered<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
-        w.text(d.token, &out); w.text(d.reason, &out); w.text(invalidatedText(d), &out); w.text(d.recipientId, &out); w.text(d.file, &out); w.int(d.line, &out); w.text(d.apnsId, &out)
+        w.text(d, .token, &out); w.text(d, .reason, &out); w.string(invalidatedText(d), &out); w.text(d, .recipientId, &out)
+        w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .apnsId, &out)
     }
 
-    static func rejected(_ d: DeliveryRow, to out: inout [UInt8]) {
+    static func rejected<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
-        w.text(d.token, &out); w.text(d.reason, &out); w.int(d.httpStatus, &out); w.text(d.recipientId, &out); w.text(d.file, &out); w.int(d.line, &out); w.text(d.apnsId, &out)
-        w.text(d.lastAttemptAt, &out)
+        w.text(d, .token, &out); w.text(d, .reason, &out); w.int(d.httpStatus, &out); w.text(d, .recipientId, &out); w.text(d, .file, &out)
+        w.int(d.line, &out); w.text(d, .apnsId, &out); w.text(d, .lastAttemptAt, &out)
+    }
+}
+
+/// What a report row is written from: a row straight from the state file (`DeliveryColumns`),
+/// or one read back from a shard's deliveries.ndjson when merging (`DeliveryRow`).
+protocol DeliveryFields {
+    var line: Int { get }
+    var status: StoredStatus { get }
+    var httpStatus: Int? { get }
+    var attempts: Int { get }
+    var invalidatedAt: Int64? { get }
+    var latencyMs: Int? { get }
+    /// `body` sees the text column's UTF-8 bytes, nil when it is absent.
+    func withText<R>(_ t: DeliveryColumns.Text, _ body: (UnsafeRawBufferPointer?) -> R) -> R
+}
+
+extension DeliveryColumns: DeliveryFields {
+    func withText<R>(_ t: DeliveryColumns.Text, _ body: (UnsafeRawBufferPointer?) -> R) -> R { body(text(t)) }
+}
+
+extension DeliveryRow: DeliveryFields {
+    func withText<R>(_ t: DeliveryColumns.Text, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+        let text: String? = switch t {
+        case .file: file
+        case .recipientId: recipientId
+        case .token: token
+        case .reason: reason
+        case .apnsId: apnsId
+        case .firstAttemptAt: firstAttemptAt
+        case .lastAttemptAt: lastAttemptAt
+        case .apnsUniqueId: apnsUniqueId
+        }
+        guard var text else { return body(nil) }
+        return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 }
 
 /// Appends the fields of one CSV row (RFC 4180 quoting: a field with a comma, quote, CR or LF is
 /// quoted, quotes doubled); each field is followed by a comma, the last one replaced by the newline.
 struct CSVRowWriter {
-    mutating func text(_ s: String?, _ out: inout [UInt8]) {
-        if var s {
-            s.withUTF8 { bytes in
-                if bytes.contains(where: { $0 == 0x2C || $0 == 0x22 || $0 == 0x0A || $0 == 0x0D }) {
-                    out.append(UInt8(ascii: "\""))
-                    for b in bytes {
-                        if b == 0x22 { out.append(0x22) }
-                        out.append(b)
-                    }
-                    out.append(UInt8(ascii: "\""))
-                } else {
-                    out.append(contentsOf: bytes)
-                }
-            }
+    mutating func text<D: DeliveryFields>(_ d: D, _ t: DeliveryColumns.Text, _ out: inout RowBuffer) {
+        d.withText(t) { bytes($0, &out) }
+    }
+
+    mutating func string(_ s: String?, _ out: inout RowBuffer) {
+        guard var s else { return bytes(nil, &out) }
+        s.withUTF8 { bytes(UnsafeRawBufferPointer($0), &out) }
+    }
+
+    mutating func status(_ s: StoredStatus, _ out: inout RowBuffer) {
+        out.reserve(12)
+        out.put(s.reportStatus.text)
+        out.put(UInt8(ascii: ","))
+    }
+
+    private func bytes(_ field: UnsafeRawBufferPointer?, _ out: inout RowBuffer) {
+        guard let field else {
+            out.reserve(1)
+            return out.put(UInt8(ascii: ","))
         }
-        out.append(UInt8(ascii: ","))
+        out.reserve(2 * field.count + 3)
+        if ByteScan.needsCSVQuotes(field) {
+            out.put(UInt8(ascii: "\""))
+            for b in field {
+                if b == 0x22 { out.put(0x22) }
+                out.put(b)
+            }
+            out.put(UInt8(ascii: "\""))
+        } else {
+            out.put(field)
+        }
+        out.put(UInt8(ascii: ","))
     }
 
-    mutating func int(_ n: Int?, _ out: inout [UInt8]) {
-        if let n { DecimalDigits.append(n, to: &out) }
-        out.append(UInt8(ascii: ","))
+    mutating func int(_ n: Int?, _ out: inout RowBuffer) {
+        out.reserve(21)
+        if let n { out.putDecimal(n) }
+        out.put(UInt8(ascii: ","))
     }
 
-    func end(_ out: inout [UInt8]) { out[out.count - 1] = 0x0A }
+    func end(_ out: inout RowBuffer) { out.replaceLast(with: 0x0A) }
 }
 
-/// Appends one NDJSON object, keys in call order; each member is followed by a comma, the last
-/// one replaced by the closing brace.
+/// Appends one NDJSON object, members in call order. Each key is passed as its whole JSON text
+/// (`"file":`), one copy; each member is followed by a comma, the last one replaced by the
+/// closing brace.
 struct NDJSONRowWriter {
-    init(_ out: inout [UInt8]) { out.append(UInt8(ascii: "{")) }
-
-    private func key(_ k: StaticString, _ out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
-        out.append(UInt8(ascii: "\""))
-        out.append(UInt8(ascii: ":"))
+    init(_ out: inout RowBuffer) {
+        out.reserve(1)
+        out.put(UInt8(ascii: "{"))
     }
 
-    mutating func text(_ k: StaticString, _ s: String?, _ out: inout [UInt8]) {
-        key(k, &out)
-        if let s { JSONEscaping.appendQuoted(s, to: &out) } else { out.append(contentsOf: "null".utf8) }
-        out.append(UInt8(ascii: ","))
+    mutating func text<D: DeliveryFields>(_ key: StaticString, _ d: D, _ t: DeliveryColumns.Text, _ out: inout RowBuffer) {
+        d.withText(t) { member(key, $0, &out) }
     }
 
-    mutating func int(_ k: StaticString, _ n: Int?, _ out: inout [UInt8]) {
-        key(k, &out)
-        if let n { DecimalDigits.append(n, to: &out) } else { out.append(contentsOf: "null".utf8) }
-        out.append(UInt8(ascii: ","))
+    mutating func string(_ key: StaticString, _ s: String?, _ out: inout RowBuffer) {
+        guard var s else { return member(key, nil, &out) }
+        s.withUTF8 { member(key, UnsafeRawBufferPointer($0), &out) }
     }
 
-    func end(_ out: inout [UInt8]) {
-        out[out.count - 1] = UInt8(ascii: "}")
-        out.append(0x0A)
+    mutating func status(_ key: StaticString, _ s: StoredStatus, _ out: inout RowBuffer) {
+        out.reserve(key.utf8CodeUnitCount + 14)
+        out.put(key)
+        out.put(UInt8(ascii: "\""))
+        out.put(s.reportStatus.text)
+        out.put(UInt8(ascii: "\""))
+        out.put(UInt8(ascii: ","))
+    }
+
+    private func member(_ key: StaticString, _ value: UnsafeRawBufferPointer?, _ out: inout RowBuffer) {
+        // Escaped, a byte takes at most six (\u00XX).
+        out.reserve(key.utf8CodeUnitCount + 6 * (value?.count ?? 0) + 6)
+        out.put(key)
+        if let value {
+            out.put(UInt8(ascii: "\""))
+            out.putJSONEscaped(value)
+            out.put(UInt8(ascii: "\""))
+        } else {
+            out.put("null")
+        }
+        out.put(UInt8(ascii: ","))
+    }
+
+    mutating func int(_ key: StaticString, _ n: Int?, _ out: inout RowBuffer) {
+        out.reserve(key.utf8CodeUnitCount + 22)
+        out.put(key)
+        if let n { out.putDecimal(n) } else { out.put("null") }
+        out.put(UInt8(ascii: ","))
+    }
+
+    func end(_ out: inout RowBuffer) {
+        out.replaceLast(with: UInt8(ascii: "}"))
+        out.reserve(1)
+        out.put(0x0A)
+    }
+}
+
+extension RecipientStatus {
+    /// The status as report text, without a String.
+    var text: StaticString {
+        switch self {
+        case .pending: "pending"
+        case .sent: "sent"
+        case .failed: "failed"
+        case .suppressed: "suppressed"
+        case .throttled: "throttled"
+        }
     }
 }

@@ -29,12 +29,12 @@ final class GzipDeflater {
     }
 
     /// Compresses `input` and returns the compressed bytes produced so far; `finish` ends the member.
-    func deflate(_ input: [UInt8], finish: Bool, path: String) throws(ReportError) -> [UInt8] {
-        var input = input
+    func deflate(_ input: UnsafeRawBufferPointer, finish: Bool, path: String) throws(ReportError) -> [UInt8] {
         var out: [UInt8] = []
         let count = input.count
-        let failed: Int32? = input.withUnsafeMutableBufferPointer { inBuf -> Int32? in
-            stream.pointee.next_in = inBuf.baseAddress
+        let failed: Int32? = {
+            // zlib's next_in is not const, but deflate never writes through it.
+            stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
             stream.pointee.avail_in = UInt32(count)
             defer { stream.pointee.next_in = nil }
             while true {
@@ -48,7 +48,7 @@ final class GzipDeflater {
                 out.append(contentsOf: chunk[0..<produced])
                 if finish ? rc == Z_STREAM_END : (stream.pointee.avail_in == 0 && stream.pointee.avail_out > 0) { return nil }
             }
-        }
+        }()
         if let failed { throw ReportError(path: path, why: "zlib deflate failed (\(failed))") }
         return out
     }

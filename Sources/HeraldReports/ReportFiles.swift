@@ -47,7 +47,7 @@ final class DeliveryReportWriter {
         try rejected.write(CSV.line(DeliveryFormat.rejectedColumns))
     }
 
-    func add(_ d: DeliveryRow) throws(ReportError) {
+    func add<D: DeliveryFields>(_ d: D) throws(ReportError) {
         try deliveries.append { DeliveryFormat.csv(d, to: &$0) }
         try ndjson.append { DeliveryFormat.ndjson(d, to: &$0) }
         if DeliveryFigures.isUnregistered(d) { try unregistered.append { DeliveryFormat.unregistered(d, to: &$0) } }

@@ -27,7 +27,7 @@ public struct ReportWriter {
                                                 attributes: [.posixPermissions: 0o700])
         if ownsDirectory { removeLeftovers() }
         let deliveries = try DeliveryReportWriter(files: files)
-        try state.forEachDelivery { d throws in try deliveries.add(d) }
+        try state.forEachDeliveryColumns { d throws in try deliveries.add(d) }
         try deliveries.commit()
 
         let invalid = try AtomicFile(path: invalidPath)

@@ -52,16 +52,26 @@ public struct Summary: Sendable {
 
     static func make(state: RunState, campaign: String, run: RunInfo, finishedAt: String?, extra: SummaryExtras,
                      delivery: DeliveryFigures?) throws -> Summary {
-        let stored = try state.statusCounts()
-        var byStatus: [RecipientStatus: Int] = [:]
-        for s in RecipientStatus.allCases { byStatus[s] = 0 }
-        for (s, n) in stored { byStatus[s.reportStatus, default: 0] += n }
+        var byStatus: [RecipientStatus: Int]
+        let distinct: Int
+        let byReason: [String: Int]
+        if let delivery {
+            // Counted as the report rows streamed past: the same rows, no further pass.
+            byStatus = delivery.byStatus
+            distinct = delivery.recipients
+            byReason = delivery.byReason
+        } else {
+            byStatus = [:]
+            for s in RecipientStatus.allCases { byStatus[s] = 0 }
+            for (s, n) in try state.statusCounts() { byStatus[s.reportStatus, default: 0] += n }
+            distinct = try state.recipientCount()
+            byReason = try state.reasonCounts()
+        }
         let invalid = try state.invalidRowCount()
-        let distinct = try state.recipientCount()
         // rows = valid + invalid; valid = distinct + duplicates (every valid row is either the first of its token or a duplicate).
         return Summary(campaign: campaign, runId: run.runId, startedAt: run.startedAt, finishedAt: finishedAt,
                        rows: run.rows, valid: run.rows - invalid, distinct: distinct, invalid: invalid, duplicates: run.duplicates,
-                       byStatus: byStatus, byReason: try state.reasonCounts(), invalidByReason: try state.invalidCounts(),
+                       byStatus: byStatus, byReason: byReason, invalidByReason: try state.invalidCounts(),
                        audienceChanged: run.audienceChanged, newRecipients: run.newRecipients,
                        vanishedRecipients: run.vanishedRecipients, extra: extra, figures: try state.figures(), delivery: delivery)
     }

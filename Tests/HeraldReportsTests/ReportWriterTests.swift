@@ -64,6 +64,19 @@ import Testing
         #expect(leftovers.isEmpty)
     }
 
+    /// The written summary counts statuses, reasons and recipients from the rows it streamed
+    /// past; the summary without reports asks the state file. Both must agree.
+    @Test func writtenSummaryCountsWhatTheStateFileCounts() throws {
+        let fx = try ReportFixture(dir)
+        let writer = ReportWriter(directory: dir.file("out"))
+        let written = try writer.write(state: fx.state, campaign: "c", run: fx.run, finishedAt: nil)
+        let asked = try writer.summary(state: fx.state, run: fx.run)
+        #expect(written.distinct == asked.distinct && written.distinct == 6)
+        #expect(written.byReason == asked.byReason && asked.byReason["BadDeviceToken"] == 1)
+        for s in RecipientStatus.allCases { #expect(written.count(s) == asked.count(s), "\(s)") }
+        #expect(written.count(.sent) == 3 && written.count(.failed) == 2 && written.count(.pending) == 1)
+    }
+
     @Test func compressWritesGzipThatGzipReadsBackToTheSameReport() throws {
         let fx = try ReportFixture(dir)
         try ReportWriter(directory: dir.file("plain")).write(state: fx.state, campaign: "c", run: fx.run, finishedAt: nil)
