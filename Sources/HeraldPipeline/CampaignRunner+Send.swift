@@ -43,8 +43,7 @@ extension CampaignRunner {
         if result.status == .finished {
             let gaveUp = try Self.wrap(.incomplete) { () throws(StateError) in try state.giveUp(olderThan: spec.retry.giveUpAfter) }
             if gaveUp > 0 { logger.warning("\(gaveUp) recipient(s) kept failing for longer than retry.give_up_after and were marked failed (gave_up)") }
-            let counts = try Self.wrap(.incomplete) { () throws(StateError) in try state.statusCounts() }
-            let open = (counts[.pending] ?? 0) + (counts[.inflight] ?? 0) + (counts[.retry] ?? 0)
+            let open = try Self.wrap(.incomplete) { () throws(StateError) in try state.openCount() }
             if stopRequested.load(ordering: .relaxed) {
                 result.status = .incomplete
                 result.message = "stopped by signal; \(open) recipient(s) not final yet, rerun to resume"
