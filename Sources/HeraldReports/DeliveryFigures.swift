@@ -89,17 +89,17 @@ public struct DeliveryFigures: Sendable, Equatable {
 /// claim's time by the hundred (a chunk is claimed at once), so the last text parsed is kept:
 /// parsing every row was 1.3 % of a run's instructions (callgrind, 5,000 stand-in pushes).
 struct AttemptSecondReader {
-    private var lastText: [UInt8] = []
+    private var lastText: [UInt8]?
     private var lastSecond: Int64?
-    private var read = false
 
     mutating func second(of text: UnsafeRawBufferPointer) -> Int64? {
-        let same = read && lastText.count == text.count
-            && (text.isEmpty || lastText.withUnsafeBytes { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 })
+        let same = lastText.map { last in
+            last.count == text.count && (text.isEmpty || last.withUnsafeBytes { memcmp($0.baseAddress!, text.baseAddress!, text.count) == 0 })
+        } ?? false
         if !same {
-            read = true
-            lastText = Array(text)
-            lastSecond = RegistrationTime.iso8601(lastText).map { $0 / 1000 }
+            let bytes = Array(text)
+            lastText = bytes
+            lastSecond = RegistrationTime.iso8601(bytes).map { $0 / 1000 }
         }
         return lastSecond
     }
