@@ -3,14 +3,30 @@
 /// would cost an allocation each.
 public enum DecimalDigits {
     public static func append(_ n: Int, to out: inout [UInt8]) {
-        if n < 0 { out.append(UInt8(ascii: "-")) }
-        var v = n.magnitude
-        var divisor: UInt = 1
-        while v / divisor >= 10 { divisor *= 10 }
-        while divisor > 0 {
-            out.append(UInt8(ascii: "0") + UInt8(v / divisor))
-            v %= divisor
-            divisor /= 10
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: maxCount) { digits in
+            let count = write(n, to: digits.baseAddress!)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[..<count]))
         }
+    }
+
+    /// The most bytes `write` takes (`Int.min`: a sign and 19 digits).
+    public static let maxCount = 20
+
+    /// Writes `n` at `p`, which has room for `maxCount` bytes, and returns how many it wrote.
+    public static func write(_ n: Int, to p: UnsafeMutablePointer<UInt8>) -> Int {
+        var at = 0
+        if n < 0 { p[0] = UInt8(ascii: "-"); at = 1 }
+        var v = n.magnitude
+        var digits = 1
+        var scale: UInt = 10
+        while v >= scale && digits < 20 { digits += 1; scale = scale &* 10 }
+        let end = at + digits
+        var i = end
+        repeat {
+            i -= 1
+            p[i] = UInt8(ascii: "0") + UInt8(v % 10)
+            v /= 10
+        } while v > 0
+        return end
     }
 }

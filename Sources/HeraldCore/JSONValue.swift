@@ -74,19 +74,29 @@ public enum JSONEscaping {
         var start = 0
         for i in 0..<bytes.count {
             let b = bytes[i]
-            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
+            guard needsEscape(b) else { continue }
             if start < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<i])) }
             start = i + 1
-            switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(UInt8(ascii: "\\")); out.append(b)
-            case 0x0A: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "\\")); out.append(UInt8(ascii: "t"))
-            default:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        HexDigits.lowercase[Int(b >> 4)], HexDigits.lowercase[Int(b & 0xF)]])
-            }
+            out.append(contentsOf: escape(of: b))
         }
         if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...])) }
+    }
+
+    /// Whether `b` must be escaped inside a JSON string: a quote, a backslash or a control character.
+    @inlinable public static func needsEscape(_ b: UInt8) -> Bool {
+        b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\")
+    }
+
+    /// What stands for `b` (one that `needsEscape`) inside a JSON string: the short forms where
+    /// JSON has one, else `\u00XX`. Every JSON writer takes its escapes from here.
+    public static func escape(of b: UInt8) -> [UInt8] {
+        switch b {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): [UInt8(ascii: "\\"), b]
+        case 0x0A: [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+        case 0x0D: [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+        case 0x09: [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+        default: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                  HexDigits.lowercase[Int(b >> 4)], HexDigits.lowercase[Int(b & 0xF)]]
+        }
     }
 }

@@ -103,9 +103,4 @@ struct AttemptSecondReader {
         }
         return lastSecond
     }
-
-    mutating func second(of text: String) -> Int64? {
-        var text = text
-        return text.withUTF8 { second(of: UnsafeRawBufferPointer($0)) }
-    }
 }

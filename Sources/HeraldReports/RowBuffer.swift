@@ -61,21 +61,10 @@ struct RowBuffer: ~Copyable {
     /// Overwrites the last byte (the comma after a row's last field).
     mutating func replaceLast(with b: UInt8) { base[count - 1] = b }
 
-    /// `n` in decimal; takes at most 20 bytes.
+    /// `n` in decimal; takes at most `DecimalDigits.maxCount` bytes.
     mutating func putDecimal(_ n: Int) {
-        if n < 0 { put(UInt8(ascii: "-")) }
-        var v = n.magnitude
-        var digits = 1
-        var scale: UInt = 10
-        while v >= scale && digits < 20 { digits += 1; scale = scale &* 10 }
-        assert(count + digits <= capacity, "RowBuffer: put without reserve")
-        var at = count + digits
-        repeat {
-            at -= 1
-            base[at] = UInt8(ascii: "0") + UInt8(v % 10)
-            v /= 10
-        } while v > 0
-        count += digits
+        assert(count + DecimalDigits.maxCount <= capacity, "RowBuffer: put without reserve")
+        count += DecimalDigits.write(n, to: base + count)
     }
 
     /// `bytes` escaped as the inside of a JSON string, as `JSONEscaping` does it (quote, backslash
@@ -87,17 +76,8 @@ struct RowBuffer: ~Copyable {
             put(UnsafeRawBufferPointer(rebasing: bytes[start..<i]))
             guard i < bytes.count else { return }
             start = i + 1
-            let b = bytes[i]
-            put(UInt8(ascii: "\\"))
-            switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): put(b)
-            case 0x0A: put(UInt8(ascii: "n"))
-            case 0x0D: put(UInt8(ascii: "r"))
-            case 0x09: put(UInt8(ascii: "t"))
-            default:
-                put(UInt8(ascii: "u")); put(UInt8(ascii: "0")); put(UInt8(ascii: "0"))
-                put(HexDigits.lowercase[Int(b >> 4)]); put(HexDigits.lowercase[Int(b & 0xF)])
-            }
+            let escape = JSONEscaping.escape(of: bytes[i])
+            escape.withUnsafeBytes { put($0) }
         }
     }
 }
@@ -127,8 +107,7 @@ enum ByteScan {
             i += 8
         }
         while i < bytes.count {
-            let b = bytes[i]
-            if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { return i }
+            if JSONEscaping.needsEscape(bytes[i]) { return i }
             i += 1
         }
         return i

@@ -41,9 +41,9 @@ public struct DeliveryRow: Sendable {
 /// valid only inside the callback (copy what must outlive it). Each column is asked of SQLite
 /// once, here: the report writers read most of them twice or more.
 public struct DeliveryColumns {
-    /// The text columns, by their position in the SELECT.
-    public enum Text: Int32 {
-        case file = 0, recipientId = 2, token = 3, reason = 6, apnsId = 7, firstAttemptAt = 9, lastAttemptAt = 10, apnsUniqueId = 12
+    /// The text columns.
+    public enum Text {
+        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId
     }
 
     public let line: Int

@@ -156,17 +156,17 @@ extension RunState {
             // neither is copied either (three copying binds were a tenth of this loop).
             let stamp = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
             defer { update.clearBindings(); stamp.deallocate() }
-            var stamped: (at: Date, length: Int)?
+            var stampedAt: Date?
             for o in outcomes {
                 let at = o.attemptedAt ?? now
-                if stamped?.at != at {
+                if stampedAt != at {
                     var text = Timestamp.iso(at)
                     let length = text.withUTF8 { u in
                         precondition(u.count <= stamp.count)
                         stamp.copyMemory(from: UnsafeRawBufferPointer(u))
                         return u.count
                     }
-                    stamped = (at, length)
+                    stampedAt = at
                     update.bindStatic(10, text: UnsafeRawBufferPointer(rebasing: stamp[..<length]))
                 }
                 update.bindStatic(1, text: o.status.staticText)

@@ -35,18 +35,10 @@ public enum StoredStatus: String, Sendable, CaseIterable {
 
     /// The status a column's bytes spell, without making a String of them.
     public init?(bytes: UnsafeRawBufferPointer) {
-        // The first byte and the length tell every status apart; the rest is still compared.
-        let found: (StoredStatus, StaticString)? = switch (bytes.first, bytes.count) {
-        case (UInt8(ascii: "p"), 7): (.pending, "pending")
-        case (UInt8(ascii: "i"), 8): (.inflight, "inflight")
-        case (UInt8(ascii: "r"), 5): (.retry, "retry")
-        case (UInt8(ascii: "s"), 4): (.sent, "sent")
-        case (UInt8(ascii: "f"), 6): (.failed, "failed")
-        case (UInt8(ascii: "s"), 10): (.suppressed, "suppressed")
-        case (UInt8(ascii: "t"), 9): (.throttled, "throttled")
-        default: nil
-        }
-        guard let (status, text) = found, memcmp(text.utf8Start, bytes.baseAddress!, bytes.count) == 0 else { return nil }
-        self = status
+        guard let found = Self.allCases.first(where: { s in
+            let text = s.staticText
+            return text.count == bytes.count && memcmp(text.baseAddress!, bytes.baseAddress!, bytes.count) == 0
+        }) else { return nil }
+        self = found
     }
 }
