@@ -94,7 +94,7 @@ extension RunState {
     public func forEachDeliveryColumns(_ body: (DeliveryColumns) throws -> Void) throws(StateError) {
         try read { db in
             let rows = try RawStatement(db, sql: """
-                SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
+                \(Self.walksRun) SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
                        attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms
                 FROM recipient
                 WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
@@ -123,11 +123,11 @@ extension RunState {
     }
 
     public func recipientCount() throws(StateError) -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ?", arguments: [id]) ?? 0 }
+        try read { db in try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ?", arguments: [id]) ?? 0 }
     }
 
     /// The latest attempt of any recipient (for `herald status`).
     public func lastAttemptAt() throws(StateError) -> String? {
-        try read { db in try String.fetchOne(db, sql: "SELECT MAX(last_attempt_at) FROM recipient WHERE run = ?", arguments: [id]) }
+        try read { db in try String.fetchOne(db, sql: "\(Self.walksRun) SELECT MAX(last_attempt_at) FROM recipient WHERE run = ?", arguments: [id]) }
     }
 }

@@ -62,8 +62,9 @@ extension RunState {
     }
 
     func claim(_ db: Database, limit: Int, maxAttempts: Int, now: Date) throws -> [ClaimedRecipient] {
-        // One indexed range scan per status (recipient_status is (run, status, seq)): an OR
-        // across statuses would scan every sent row on every claim, quadratic in the audience.
+        // One range per status: pending recipients above the mark through the run's seqs
+        // (recipient_run), due retries through the flagged status index. An OR across statuses
+        // would walk every answered row on every claim, quadratic in the audience.
         // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
         // column name cost more than the UPDATE itself, once per recipient per attempt.
         let mark = try Self.claimMark(db, run: id)
@@ -71,16 +72,15 @@ extension RunState {
         out.reserveCapacity(limit)
         /// Appends up to what `limit` leaves of `status`'s recipients that meet `condition` (on `?5`,
         /// bound by `bindCondition`), in audience order; returns where they are in `out`.
-        func take(_ status: String, _ condition: String, _ bindCondition: (RawStatement) -> Void) throws -> Range<Int> {
+        func take(_ condition: String, _ bindCondition: (RawStatement) -> Void) throws -> Range<Int> {
             let first = out.count
             guard first < limit else { return first..<first }
             let select = try RawStatement(cached: db, sql: """
                 SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
                 FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
-                WHERE r.run = ?1 AND r.status = ?2 AND r.run_attempts < ?3 AND \(condition) ORDER BY r.seq LIMIT ?4
+                WHERE r.run = ?1 AND r.run_attempts < ?3 AND \(condition) ORDER BY r.seq LIMIT ?4
                 """)
             select.bind(1, id)
-            select.bind(2, status)
             select.bind(3, maxAttempts)
             select.bind(4, limit - first)
             bindCondition(select)
@@ -95,19 +95,30 @@ extension RunState {
             }
             return first..<out.count
         }
-        let pending = try take("pending", "r.seq > ?5") { $0.bind(5, mark) }
-        let retries = try take("retry", "r.retry_at <= ?5") { $0.bind(5, now.timeIntervalSince1970 as Double?) }
+        let pending = try take("r.status = 'pending' AND r.seq > ?5") { $0.bind(5, mark) }
+        let retries = try take("r.status = 'retry' AND r.\(Self.flagged) AND r.retry_at <= ?5") {
+            $0.bind(5, now.timeIntervalSince1970 as Double?)
+        }
         // Marked after reading: the SELECT's index is the one the UPDATE changes.
         let update = try RawStatement(cached: db, sql: "UPDATE recipient SET status = 'inflight' WHERE seq = ?1")
         for c in out[retries] {
             update.bind(1, c.seq)
             try update.execute()
         }
-        if !out.isEmpty {
+        var through = pending.isEmpty ? mark : out[pending.last!].seq
+        if pending.count < limit {
+            // No pending recipient is left above the mark: it moves to the run's last row, so the
+            // next claims start there instead of walking again past every answered row (pending
+            // rows are found through the run's seqs, not an index of pending rows). Rows added
+            // later (sending while reading) come after it.
+            let last = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MAX(seq) FROM recipient WHERE run = ?"), arguments: [id]) ?? 0
+            through = max(through, last)
+        }
+        if !out.isEmpty || through != mark {
             // Cached, like every statement of a commit: preparing it again each time was about a
             // twentieth of the commit's CPU.
             try db.cachedStatement(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?")
-                .execute(arguments: [pending.isEmpty ? mark : out[pending.last!].seq, Timestamp.iso(now), id])
+                .execute(arguments: [through, Timestamp.iso(now), id])
         }
         return out
     }
@@ -128,14 +139,21 @@ extension RunState {
     /// The earliest time a `retry` recipient with attempts left in this run may go again, if any waits.
     public func nextRetryTime(maxAttempts: Int) throws(StateError) -> Date? {
         try read { db in
-            try Double.fetchOne(db, sql: "SELECT MIN(retry_at) FROM recipient WHERE run = ? AND status = 'retry' AND run_attempts < ?",
+            try Double.fetchOne(db, sql: """
+                SELECT MIN(retry_at) FROM recipient WHERE run = ? AND status = 'retry' AND \(Self.flagged) AND run_attempts < ?
+                """,
                                 arguments: [id, maxAttempts]).map { Date(timeIntervalSince1970: $0) }
         }
     }
 
     /// Each invocation gets `retry.max_attempts` fresh tries per recipient; exhausted ones wait for the next run.
+    /// A run that never claimed anything (its first invocation) has none to reset: that walk of
+    /// every recipient is skipped.
     public func resetRunAttempts() throws(StateError) {
-        try write { db in try db.execute(sql: "UPDATE recipient SET run_attempts = 0 WHERE run = ? AND run_attempts != 0", arguments: [id]) }
+        try write { db in
+            guard try String.fetchOne(db, sql: "SELECT claimed_at FROM run WHERE id = ?", arguments: [id]) != nil else { return }
+            try db.execute(sql: "\(Self.walksRun) UPDATE recipient SET run_attempts = 0 WHERE run = ? AND run_attempts != 0", arguments: [id])
+        }
     }
 
     /// Commits a batch of answers in one transaction, each counted as one attempt (at its claim's time).
@@ -203,7 +221,7 @@ extension RunState {
         try write { db in
             let cutoff = Timestamp.iso(now.addingTimeInterval(-Double(seconds)))
             try db.execute(sql: """
-                UPDATE recipient SET status = 'failed', reason = 'gave_up'
+                \(Self.walksRun) UPDATE recipient SET status = 'failed', reason = 'gave_up'
                 WHERE run = ? AND status IN ('retry', 'inflight', 'pending') AND first_attempt_at IS NOT NULL AND first_attempt_at < ?
                 """, arguments: [id, cutoff])
             return db.changesCount
@@ -214,15 +232,22 @@ extension RunState {
     /// Pending recipients at or below the claim mark are in flight (claimed, not yet answered).
     public func statusCounts() throws(StateError) -> [StoredStatus: Int] {
         try read { db in
-            // One counted range of the status index per status: half the work of a GROUP BY,
-            // which compares every row's status with the one before it.
-            let statuses = StoredStatus.allCases
-            let counts = statuses.map { "(SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status = '\($0.rawValue)')" }
+            // Flagged statuses from their index, grouped in its order; pending and sent in one
+            // pass over the run's rows (summed, not grouped: grouping would sort every row).
             var out: [StoredStatus: Int] = [:]
-            if let row = try Row.fetchOne(db, sql: "SELECT " + counts.joined(separator: ", "), arguments: [id]) {
-                for (i, s) in statuses.enumerated() where row[i] as Int > 0 { out[s] = row[i] }
+            for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM recipient WHERE run = ? AND \(Self.flagged) GROUP BY status",
+                                        arguments: [id]) {
+                if let s = StoredStatus(rawValue: row[0]) { out[s] = row[1] }
             }
-            let claimed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE \(Self.claimedPending)", arguments: [id]) ?? 0
+            if let row = try Row.fetchOne(db, sql: """
+                \(Self.walksRun) SELECT TOTAL(status = 'pending'), TOTAL(status = 'sent') FROM recipient WHERE run = ?
+                """, arguments: [id]) {
+                let (pending, sent) = (Int(row[0] as Double), Int(row[1] as Double))
+                if pending > 0 { out[.pending] = pending }
+                if sent > 0 { out[.sent] = sent }
+            }
+            let claimed = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE \(Self.claimedPending)",
+                                           arguments: [id]) ?? 0
             if claimed > 0 {
                 out[.pending] = (out[.pending] ?? 0) - claimed
                 if out[.pending] == 0 { out[.pending] = nil }
@@ -233,12 +258,13 @@ extension RunState {
     }
 
     /// Recipients not in a final state (pending, in flight or waiting to retry): what decides
-    /// whether a run finished. Three ranges of the status index, empty when it did, instead of a
-    /// pass over every recipient.
+    /// whether a run finished.
     public func openCount() throws(StateError) -> Int {
         try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status IN ('pending', 'inflight', 'retry')",
-                             arguments: [id]) ?? 0
+            try Int.fetchOne(db, sql: """
+                \(Self.walksRun) SELECT (SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status IN ('inflight', 'retry') AND \(Self.flagged))
+                     + (SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status = 'pending')
+                """, arguments: [id]) ?? 0
         }
     }
 
@@ -246,7 +272,9 @@ extension RunState {
     public func reasonCounts() throws(StateError) -> [String: Int] {
         try read { db in
             var out: [String: Int] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT reason, COUNT(*) AS n FROM recipient WHERE run = ? AND reason != '' GROUP BY reason", arguments: [id]) {
+            for row in try Row.fetchAll(db, sql: """
+                \(Self.walksRun) SELECT reason, COUNT(*) AS n FROM recipient WHERE run = ? AND reason != '' GROUP BY reason
+                """, arguments: [id]) {
                 out[row["reason"]] = row["n"]
             }
             return out

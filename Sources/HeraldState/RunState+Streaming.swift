@@ -30,8 +30,8 @@ extension RunState {
         try write { db in
             let claimedAt = try String.fetchOne(db, sql: "SELECT claimed_at FROM run WHERE id = ?", arguments: [id]) ?? Timestamp.iso(now)
             let attempt = "attempts = attempts + 1, first_attempt_at = COALESCE(first_attempt_at, ?2), last_attempt_at = ?2"
-            try db.execute(sql: "UPDATE recipient SET \(attempt) WHERE \(Self.claimedPending)", arguments: [id, claimedAt])
-            try db.execute(sql: "UPDATE recipient SET status = 'pending', \(attempt) WHERE run = ?1 AND status = 'inflight'",
+            try db.execute(sql: "\(Self.walksRun) UPDATE recipient SET \(attempt) WHERE \(Self.claimedPending)", arguments: [id, claimedAt])
+            try db.execute(sql: "UPDATE recipient SET status = 'pending', \(attempt) WHERE run = ?1 AND status = 'inflight' AND \(Self.flagged)",
                            arguments: [id, claimedAt])
             try Self.resetClaimMark(db, run: id)
         }

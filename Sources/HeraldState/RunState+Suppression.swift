@@ -57,7 +57,7 @@ extension RunState {
         try read { db in
             let cursor = try Row.fetchCursor(db, sql: """
                 SELECT token, invalidated_at, reason FROM recipient
-                WHERE run = ? AND http_status = 410 AND status = 'failed' AND invalidated_at IS NOT NULL ORDER BY seq
+                WHERE run = ? AND status = 'failed' AND \(Self.flagged) AND http_status = 410 AND invalidated_at IS NOT NULL ORDER BY seq
                 """, arguments: [id])
             while let r = try cursor.next() { try body(r["token"], r["invalidated_at"], r["reason"]) }
         }

@@ -44,7 +44,7 @@ extension RunState {
         try write { db in
             try db.execute(sql: """
                 UPDATE recipient SET retry_at = ?
-                WHERE run = ? AND status = 'retry' AND reason = '\(Self.silentBudgetReason)' AND retry_at > ?
+                WHERE run = ? AND status = 'retry' AND \(Self.flagged) AND reason = '\(Self.silentBudgetReason)' AND retry_at > ?
                 """, arguments: [now.timeIntervalSince1970, id, now.timeIntervalSince1970])
             return db.changesCount
         }
@@ -55,7 +55,7 @@ extension RunState {
         try read { db in
             let row = try Row.fetchOne(db, sql: """
                 SELECT COUNT(*) AS n, MIN(retry_at) AS earliest FROM recipient
-                WHERE run = ? AND status = 'retry' AND reason = '\(Self.silentBudgetReason)'
+                WHERE run = ? AND status = 'retry' AND \(Self.flagged) AND reason = '\(Self.silentBudgetReason)'
                 """, arguments: [id])
             return (row?["n"] ?? 0, (row?["earliest"] as Double?).map { Date(timeIntervalSince1970: $0) })
         }

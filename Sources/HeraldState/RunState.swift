@@ -8,6 +8,17 @@ public struct RunState: Sendable {
     public let store: StateStore
     public let id: Int64
 
+    /// The condition of the partial status index `recipient_flagged`: every status but pending
+    /// and sent. SQLite uses a partial index only for a query whose WHERE repeats this term word
+    /// for word, so a query for retries, rows in flight or failures says `AND \(flagged)`.
+    /// Pending and sent rows are found through the run's seqs (`recipient_run`).
+    static let flagged = "status NOT IN ('pending', 'sent')"
+
+    /// Marks a statement that may read every row of the run (pending and sent rows have no status
+    /// index). Each runs once per invocation, audience pass or report, never per push; the plan
+    /// audit test (HeraldStateTests) fails any other statement that walks a run or the whole table.
+    static let walksRun = "/* walks the run */"
+
     func write<T>(_ body: (Database) throws -> T) throws(StateError) -> T { try store.write(body) }
     func read<T>(_ body: (Database) throws -> T) throws(StateError) -> T { try store.read(body) }
 
@@ -132,23 +143,23 @@ public struct RunState: Sendable {
             let firsts = "SELECT MIN(id) FROM audience_row WHERE run = ? AND pass = ? GROUP BY token"
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
             try db.execute(sql: """
-                UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ? AND pass = ?)
+                \(Self.walksRun) UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ? AND pass = ?)
                 """, arguments: [pass, id, id, pass])
             try db.execute(sql: """
-                UPDATE recipient SET (file, line, recipient_id, row, payload) =
+                \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload) =
                     (SELECT file, line, recipient_id, id, NULL FROM audience_row a
                      WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token ORDER BY a.id LIMIT 1)
                 WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry')
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
-                INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
+                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
                 SELECT run, token, file, line, recipient_id, apns_id, id, ?, ? FROM audience_row a WHERE a.id IN (\(firsts))
                     AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token) ORDER BY a.id
                 """, arguments: [pass, pass, id, pass])
             let newCount = db.changesCount
-            let vanished = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
+            let vanished = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
             try db.execute(sql: """
-                UPDATE recipient SET status = 'suppressed', reason = 'vanished_from_audience'
+                \(Self.walksRun) UPDATE recipient SET status = 'suppressed', reason = 'vanished_from_audience'
                 WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight')
                 """, arguments: [id, pass])
             try db.execute(sql: "DROP INDEX recipient_token")
@@ -239,7 +250,7 @@ public struct RunState: Sendable {
     /// pass replaced or never settled.
     static func pruneUnreferencedRows(run: Int64, db: Database) throws {
         try db.execute(sql: """
-            DELETE FROM audience_row WHERE run = ? AND id NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
+            \(Self.walksRun) DELETE FROM audience_row WHERE run = ? AND id NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
             """, arguments: [run, run])
     }
 }

@@ -1,10 +1,15 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// How herald opens its SQLite files (a campaign's state file, the shared file beside them): the
 /// file is created 0600 before SQLite opens it (SQLite gives -wal and -shm the same mode), WAL
 /// journal, `synchronous=FULL` unless asked otherwise. Each store runs its own migrations after.
 enum SQLiteFile {
+    /// Tests only: told every statement SQLite prepares on a file opened while it is set, so the
+    /// plan audit (HeraldStateTests) can ask SQLite how each one finds its rows.
+    static let statementObserver = Mutex<(@Sendable (_ path: String, _ sql: String) -> Void)?>(nil)
+
     /// `missing` is the message when a read-only open finds no file. `pageSize` applies to a new
     /// file only: SQLite fixes it when the file gets its first table, and WAL mode (switched on
     /// below, after it) cannot change it.
@@ -27,6 +32,11 @@ enum SQLiteFile {
             try db.execute(sql: synchronousFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
             if let pageSize, !readOnly { try db.execute(sql: "PRAGMA page_size = \(pageSize)") }
             if let cacheKiB { try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)") }
+            if let observe = statementObserver.withLock({ $0 }) {
+                db.trace(options: .statement) { event in
+                    if case .statement(let statement) = event { observe(path, statement.sql) }
+                }
+            }
         }
         config.busyMode = .timeout(busyTimeout)
         let db = try DatabaseQueue(path: path, configuration: config)

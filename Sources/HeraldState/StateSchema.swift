@@ -169,6 +169,19 @@ enum StateSchema {
                 UPDATE recipient SET status = 'pending' WHERE status = 'inflight';
                 """)
         }
+        // The status index without the two statuses nearly every row has (`RunState.flagged`):
+        // recording a `sent` answer moved its row from the index's pending range to its sent range,
+        // two B-tree changes per push and the largest part of a checkpoint's cost. Pending and sent
+        // rows are found by the run's range of seqs instead (`recipient_run`, which recording never
+        // changes); the index keeps what queries look for by status: retries, rows in flight,
+        // failures, and the few other final statuses.
+        m.registerMigration("5-flagged-status-index") { db in
+            try db.execute(sql: """
+                DROP INDEX recipient_status;
+                CREATE INDEX recipient_flagged ON recipient(run, status, seq) WHERE \(RunState.flagged);
+                CREATE INDEX recipient_run ON recipient(run);
+                """)
+        }
         return m
     }
 }

@@ -154,6 +154,34 @@ import Testing
         #expect(again.first { $0.token == token(1) }?.apnsId == first[0].apnsId, "same apns-id on every attempt")
     }
 
+    /// Pending rows have no index of their own: a claim walks the run's rows from the mark. Once
+    /// none is left above it the mark moves to the run's last row, so a resumed run whose
+    /// recipients were all answered, or a run waiting for its retries, does not walk every
+    /// answered row again on each claim.
+    @Test func aClaimThatRunsOutOfPendingRowsMovesTheMarkToTheRunsEnd() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        let r = s.run(run)
+        try r.ingest(batch(Array(1...10)))
+        try r.markIngestComplete()
+        func mark() throws -> Int64 { try s.read { db in try Int64.fetchOne(db, sql: "SELECT claimed_through FROM run WHERE id = ?", arguments: [run.id])! } }
+        let last = try s.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM recipient")! }
+        let first = try r.claim(limit: 4)
+        #expect(try mark() == first[3].seq, "pending rows remain: the mark is the last one claimed")
+        let rest = try r.claim(limit: 10)
+        #expect(rest.map(\.token) == (5...10).map { token($0) })
+        #expect(try mark() == last)
+        #expect(try r.statusCounts() == [.inflight: 10])
+        try r.record((first + rest).map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
+        try r.endClaims()
+        // The next invocation: nothing pending; the first claim walks the run once and moves the mark.
+        #expect(try r.claim(limit: 10).isEmpty)
+        #expect(try mark() == last)
+        #expect(try r.statusCounts() == [.sent: 10], "answered rows below the mark are not in flight")
+        // Recipients recorded after the mark moved (sending while reading) come after it and are
+        // claimed: SendWhileReadingStateTests.eachBatchIsClaimableAtOnce…
+    }
+
     @Test func outcomesRetriesAndRelease() throws {
         let s = try StateStore(path: dir.file("c.sqlite"))
         let run = try s.openRun(campaign: CampaignName("c"))
