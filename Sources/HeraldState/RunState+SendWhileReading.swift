@@ -63,7 +63,7 @@ extension RunState {
     /// Whether recipients were already made while reading (this or an earlier invocation sent
     /// while it read): `markIngestComplete` then adopts what is left instead of deduplicating from scratch.
     func hasRecipients(_ db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "\(Self.walksRun) SELECT EXISTS (SELECT 1 FROM recipient WHERE run = ?)", arguments: [id]) ?? false
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM recipient WHERE run = ?)", arguments: [id]) ?? false
     }
 
     /// Completes a first pass that was recorded (at least partly) while sending: adopts rows a

@@ -70,8 +70,8 @@ extension RunState {
         let mark = try Self.claimMark(db, run: id)
         var out: [ClaimedRecipient] = []
         out.reserveCapacity(limit)
-        /// Appends up to what `limit` leaves of `status`'s recipients that meet `condition` (on `?5`,
-        /// bound by `bindCondition`), in audience order; returns where they are in `out`.
+        /// Appends up to what `limit` leaves of the recipients that meet `condition` (a status and a
+        /// test on `?5`, bound by `bindCondition`), in audience order; returns where they are in `out`.
         func take(_ condition: String, _ bindCondition: (RawStatement) -> Void) throws -> Range<Int> {
             let first = out.count
             guard first < limit else { return first..<first }

@@ -102,9 +102,10 @@ import Testing
                 let explain = try db.makeStatement(sql: "EXPLAIN QUERY PLAN " + sql)
                 explain.setUncheckedArguments([])
                 let detail = try Row.fetchAll(explain).map { $0["detail"] as String }
-                // The run's last seq is read at one end of `recipient_run` (SQLite's min/max
-                // optimization), though the plan names the same range as a walk of the run.
-                let marked = sql.hasPrefix(RunState.walksRun) || sql == "SELECT MAX(seq) FROM recipient WHERE run = ?"
+                // Two read one end of `recipient_run` (SQLite's min/max optimization, EXISTS
+                // stopping at the first row), though their plans name the run's whole range.
+                let oneEnd = ["SELECT MAX(seq) FROM recipient WHERE run = ?", "SELECT EXISTS (SELECT 1 FROM recipient WHERE run = ?)"]
+                let marked = sql.hasPrefix(RunState.walksRun) || oneEnd.contains(sql)
                 if let walk = Self.walk(in: detail, marked: marked) { walks.append("\(walk)\n    in: \(sql)") }
                 // PLAN_DUMP=1 swift test --filter QueryPlanAudit prints every plan.
                 if ProcessInfo.processInfo.environment["PLAN_DUMP"] != nil { print("PLAN", detail, "\n   ", sql) }
