@@ -34,6 +34,21 @@ import Testing
         return h
     }
 
+    /// Streams `mixedJobs(range)` through a sender made with `settings`, shuts it down, and checks
+    /// every request was answered 200 and logged by the simulator with exactly its own fields.
+    static func sendMixed(_ f: Fixture, _ settings: ConnectionSettings, connections: Int = 1, _ range: ClosedRange<Int>,
+                          ahead: Int) throws -> (sender: APNsSender, jobs: [PushJob], results: [PushResult], log: [SimulatorRequestLog.Entry]) {
+        let sender = try APNsSender(settings: settings, connections: connections, token: try f.token())
+        let jobs = mixedJobs(range)
+        let results = StreamingSenderTests.stream(sender, jobs, ahead: ahead)
+        sender.shutdown()
+        #expect(results.count == jobs.count && results.allSatisfy { $0.outcome.status == 200 })
+        let log = f.sim.requestLog.entries()
+        #expect(log.count == jobs.count)
+        checkLog(log, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        return (sender, jobs, results, log)
+    }
+
     static func checkLog(_ log: [SimulatorRequestLog.Entry], against jobs: [PushJob], authority: String) {
         let byId = Dictionary(uniqueKeysWithValues: jobs.map { ($0.request.apnsId, $0) })
         let apnsNames: Set<String> = ["apns-id", "apns-topic", "apns-push-type", "apns-priority", "apns-collapse-id", "apns-expiration"]
@@ -70,14 +85,7 @@ import Testing
         #expect(RequestFields.inEffect, "libcurl's nghttp2_submit_request calls must reach CCurlNghttp2")
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(streams: 30), connections: 2, token: try f.token())
-        let jobs = Self.mixedJobs(1...400)
-        let results = StreamingSenderTests.stream(sender, jobs, ahead: 80)
-        sender.shutdown()
-        #expect(results.count == 400 && results.allSatisfy { $0.outcome.status == 200 })
-        let log = f.sim.requestLog.entries()
-        #expect(log.count == 400)
-        Self.checkLog(log, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        let (sender, jobs, results, log) = try Self.sendMixed(f, f.settings(streams: 30), connections: 2, 1...400, ahead: 80)
         // apns-id and apns-unique-id of every answer were taken from nghttp2, libcurl never saw them.
         Self.checkAnswerIds(results, log, jobs: jobs)
         #expect(sender.answerFields == (taken: 800, dropped: 0))
@@ -122,12 +130,7 @@ import Testing
         defer { try? f.sim.shutdown() }
         var settings = f.settings(streams: 20)
         settings.keepLibcurlsHostAndLength = true
-        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
-        let jobs = Self.mixedJobs(1...100)
-        let results = StreamingSenderTests.stream(sender, jobs, ahead: 40)
-        sender.shutdown()
-        #expect(results.count == 100 && results.allSatisfy { $0.outcome.status == 200 })
-        Self.checkLog(f.sim.requestLog.entries(), against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        let sender = try Self.sendMixed(f, settings, 1...100, ahead: 40).sender
         #expect(sender.requestFields == (attached: 100, missed: 0))
     }
 
@@ -145,14 +148,9 @@ import Testing
         defer { try? f.sim.shutdown() }
         var settings = f.settings(streams: 30)
         settings.requestFieldsToNghttp2 = false
-        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
-        let jobs = Self.mixedJobs(1...200)
-        let results = StreamingSenderTests.stream(sender, jobs, ahead: 60)
-        sender.shutdown()
-        #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
-        Self.checkLog(f.sim.requestLog.entries(), against: jobs, authority: "127.0.0.1:\(f.sim.port)")
+        let (sender, jobs, results, log) = try Self.sendMixed(f, settings, 1...200, ahead: 60)
         // Here libcurl's header callback reads the answers' ids.
-        Self.checkAnswerIds(results, f.sim.requestLog.entries(), jobs: jobs)
+        Self.checkAnswerIds(results, log, jobs: jobs)
         #expect(sender.answerFields == (taken: 0, dropped: 0))
         #expect(sender.requestFields == (attached: 0, missed: 0))
     }
