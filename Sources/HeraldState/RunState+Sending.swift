@@ -129,7 +129,9 @@ extension RunState {
     }
 
     /// SQL for "claimed and not answered": the run's (`?1`) pending recipients at or below the mark.
-    static let claimedPending = "run = ?1 AND status = 'pending' AND seq <= (SELECT claimed_through FROM run WHERE id = ?1)"
+    static let claimedPending = "run = ?1 AND \(claimed)"
+    /// A row of the run `?1` that is claimed and not answered (`claimedPending` without the run).
+    static let claimed = "status = 'pending' AND seq <= (SELECT claimed_through FROM run WHERE id = ?1)"
 
     /// Nothing is claimed any more: the mark starts over.
     static func resetClaimMark(_ db: Database, run: Int64) throws {
@@ -232,22 +234,25 @@ extension RunState {
     /// Pending recipients at or below the claim mark are in flight (claimed, not yet answered).
     public func statusCounts() throws(StateError) -> [StoredStatus: Int] {
         try read { db in
-            // Flagged statuses from their index, grouped in its order; pending and sent in one
-            // pass over the run's rows (summed, not grouped: grouping would sort every row).
+            // Flagged statuses from their index, grouped in its order; pending, sent and the
+            // claimed pending rows in one pass over the run's rows (summed, not grouped: grouping
+            // would sort every row).
             var out: [StoredStatus: Int] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT status, COUNT(*) FROM recipient WHERE run = ? AND \(Self.flagged) GROUP BY status",
                                         arguments: [id]) {
                 if let s = StoredStatus(rawValue: row[0]) { out[s] = row[1] }
             }
+            var claimed = 0
             if let row = try Row.fetchOne(db, sql: """
-                \(Self.walksRun) SELECT TOTAL(status = 'pending'), TOTAL(status = 'sent') FROM recipient WHERE run = ?
+                \(Self.walksRun) SELECT TOTAL(status = 'pending'), TOTAL(status = 'sent'),
+                    TOTAL(\(Self.claimed))
+                FROM recipient WHERE run = ?1
                 """, arguments: [id]) {
                 let (pending, sent) = (Int(row[0] as Double), Int(row[1] as Double))
+                claimed = Int(row[2] as Double)
                 if pending > 0 { out[.pending] = pending }
                 if sent > 0 { out[.sent] = sent }
             }
-            let claimed = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE \(Self.claimedPending)",
-                                           arguments: [id]) ?? 0
             if claimed > 0 {
                 out[.pending] = (out[.pending] ?? 0) - claimed
                 if out[.pending] == 0 { out[.pending] = nil }
