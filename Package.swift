@@ -21,7 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
     ],
     targets: [
-        // C libraries, each wrapped once (see ../STYLE: one module imports each).
+        // C libraries, each wrapped once: one module imports each.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),

@@ -1,12 +1,12 @@
 // Why this file exists: libcurl 7.88 (Debian 12's) sends an RST_STREAM(STREAM_CLOSED) after
 // every HTTP/2 stream that ended normally. Its http2_handle_stream_close() sets the stream's
 // `closed` flag back to FALSE ("to prevent infinite loop in readwrite_data"), so the transfer's
-// done step believes the stream is still open and submits a reset for it. RFC 9113 §5.1 forbids
-// sending anything but PRIORITY on a closed stream; some servers answer the flood with
-// ENHANCE_YOUR_CALM (curl issue 20239), and against the stand-in APNs it costs about 8,600
-// instructions per push (2.7 %), all on the connection thread. libcurl 8 rewrote http2.c and no
-// longer does this. No option turns it off, so the frame is dropped here, in the one place
-// libcurl hands it to nghttp2.
+// done step believes the stream is still open and submits a reset for it. RFC 9113 §5.1
+// (https://www.rfc-editor.org/rfc/rfc9113#section-5.1): "An endpoint MUST NOT send frames other
+// than PRIORITY on a closed stream." Some servers answer the flood with ENHANCE_YOUR_CALM (curl
+// issue 20239), and every push pays for one more frame on the connection thread. libcurl 8's
+// http2.c does not send it, but 7.88 has no option that turns it off, so the frame is dropped
+// here, in the one place libcurl hands it to nghttp2.
 //
 // How: this object defines nghttp2_submit_rst_stream and
 // nghttp2_session_callbacks_set_on_stream_close_callback, each passing on to libnghttp2's own
@@ -48,9 +48,9 @@ static close_cb libcurl_close_cb;
 static _Thread_local unsigned long dropped, passed;
 
 /// Forgets this thread's notes about `session`: a session created later at the same address
-/// must not inherit them (a stream libcurl does not reset, such as a connection's first one was
-/// here, keeps its note, and the same number on a new connection may be a request still
-/// queued in nghttp2, whose reset must go out to cancel it).
+/// must not inherit them (a stream libcurl does not reset, such as a connection's first, keeps
+/// its note, and the same number on a new connection may be a request still queued in nghttp2,
+/// whose reset must go out to cancel it).
 void closed_streams_forget(void *session) {
     if (!closed) return;
     for (int i = 0; i < SLOTS; i++) {

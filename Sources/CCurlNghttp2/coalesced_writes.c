@@ -2,19 +2,22 @@
 // libcurl 7.88's callback passes each straight to SSL_write: a TLS record and a send(2) per
 // frame. An APNs request is a HEADERS frame and a DATA frame (request_headers.c puts the body
 // right behind the headers), so two records and two system calls per push, where one would
-// carry both. SSL_write's fixed cost (about 9,000 instructions in callgrind) and the system call
-// are most of what a record costs at APNs sizes. libcurl has no option for it, and nghttp2's own
-// way (nghttp2_session_mem_send) would mean replacing libcurl's loop.
+// carry both. SSL_write's fixed cost and the system call are most of what a record costs at APNs
+// sizes. nghttp2 leaves the batching to its user (https://nghttp2.org/documentation/types.html#c.nghttp2_send_callback:
+// "An application should be responsible to buffer up small chunks of data as necessary"), but
+// libcurl has no option for it, and nghttp2's other way (nghttp2_session_mem_send) would mean
+// replacing libcurl's loop.
 //
 // How: this object registers its own send callback in place of libcurl's
 // (nghttp2_session_callbacks_set_send_callback) and defines nghttp2_session_send. While our
 // nghttp2_session_send runs libnghttp2's, the frames are collected in the session's outbox
 // (64 KiB; nghttp2 keeps the rest queued when it is full); then the outbox goes to libcurl's
-// callback in one call, inside the same libcurl call as before. What the socket does not take
-// stays in the outbox, at the same address, and goes out first on the next call: OpenSSL wants
-// a write that would block retried with the same bytes. Until then nghttp2_session_want_write
-// says so, so libcurl waits for the socket to be writable. A frame sent outside our
-// nghttp2_session_send goes straight to libcurl's callback, as before.
+// callback in one call, inside the same libcurl call that would have sent them one by one. What
+// the socket does not take stays in the outbox, at the same address, and goes out first on the
+// next call: a write that would block "must be repeated with the same arguments"
+// (https://docs.openssl.org/3.0/man3/SSL_write/). Until then nghttp2_session_want_write says
+// so, so libcurl waits for the socket to be writable. A frame sent outside our
+// nghttp2_session_send goes straight to libcurl's callback, untouched.
 //
 // Outboxes are per thread (a multi handle and its sessions live on one thread), eight per
 // thread; a session beyond those sends frame by frame.

@@ -2,9 +2,9 @@
 // that text back into HTTP/2 header fields. A header from CURLOPT_HTTPHEADER is formatted into
 // the text one byte at a time (Curl_dyn_addf -> dprintf_formatf -> a Curl_dyn_addn per byte)
 // and then compared, parsed and copied again. For an APNs request (authorization, apns-id,
-// apns-topic, apns-push-type, apns-priority, apns-expiration: ~450 bytes) that is about 45,000
-// instructions per push in callgrind, a sixth of everything herald does per push, all on the
-// connection thread. libcurl has no way to hand it header fields ready made.
+// apns-topic, apns-push-type, apns-priority, apns-expiration: ~450 bytes) that is a large share
+// of everything herald does per push, all on the connection thread. libcurl has no way to hand
+// it header fields ready made.
 //
 // How: this object defines nghttp2_submit_request, the one call in which libcurl gives nghttp2
 // a request's header fields, with the easy handle as the stream's user data. The executable's
@@ -12,10 +12,12 @@
 // closed_streams.c). If the easy handle has registered fields, they are added to libcurl's (which
 // then hold only :method, :path and :scheme: herald also clears libcurl's Host and Content-Length,
 // each one more aprintf per request, and sends :authority and content-length itself; where a
-// libcurl makes them anyway, herald's values replace its own) and the call
-// is passed on to libnghttp2's own, which copies the array before returning. Otherwise the call passes on
-// untouched. `pending` tells the caller the fields went out: a request that got an answer with
-// `pending` still set left without them, and herald falls back to libcurl's header list.
+// libcurl makes them anyway, herald's values replace its own) and the call is passed on to
+// libnghttp2's own, which "creates copies of all name/value pairs in nva"
+// (https://nghttp2.org/documentation/nghttp2_submit_request.html), so the merged array can live
+// on the stack. Otherwise the call passes on untouched. `pending` tells the caller the fields
+// went out: a request that got an answer with `pending` still set left without them, and herald
+// falls back to libcurl's header list.
 //
 // The body goes the same way. libcurl 7.88 uploads a request body after the request, in a later
 // turn of its transfer loop: its own data source answers "deferred" until the upload step hands
@@ -139,7 +141,8 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
     size_t replacing = h->replacing < h->count ? h->replacing : h->count;
     if (replacing > REPLACING_MAX) replacing = REPLACING_MAX;
     for (size_t i = 0; i < replacing; i++) found[i] = find_field(nva, nvlen, &h->nv[i]);
-    // Pseudo-headers must precede every regular field (RFC 9113 §8.3).
+    // RFC 9113 §8.3 (https://www.rfc-editor.org/rfc/rfc9113#section-8.3): "All pseudo-header
+    // fields MUST appear in a field block before all regular field lines".
     size_t lead = 0;
     while (lead < nvlen && is_pseudo(&nva[lead])) lead++;
     memcpy(all, nva, lead * sizeof *all);

@@ -1,14 +1,14 @@
 // Why this CSV parser is hand-written on bytes:
 // a campaign audience is millions of rows, and reading it must keep up with inflate
-// (the benchmark floor is `zcat | wc -l`). The Swift CSV packages (CSV.swift, SwiftCSV) work on
+// (`zcat | wc -l` is the floor). The Swift CSV packages (CSV.swift, SwiftCSV) work on
 // `String`/`Character`, paying grapheme breaking per character and an allocation per field
 // before we even look at the value. Here a row is scanned in place in the decoded buffer as
 // byte offsets; once the row is known to be complete its values are checked for UTF-8 and copied
 // into one allocation (`RecordFields`), and a field's String is made only when it is read
-// (Benchmarks/audience_bench.py: 0.94x `zcat | wc -l` on one core, 0.6x with a String and a
-// dictionary per row). RFC 4180 (https://www.rfc-editor.org/rfc/rfc4180) with the
-// usual leniencies: LF or CRLF line ends, a configurable delimiter, quotes inside an unquoted
-// field taken literally, text after a closing quote appended (as Python's csv module does).
+// (Benchmarks/audience_bench.py compares it with `zcat | wc -l`). RFC 4180
+// (https://www.rfc-editor.org/rfc/rfc4180) with the usual leniencies: LF or CRLF line ends, a
+// configurable delimiter, quotes inside an unquoted field taken literally, text after a closing
+// quote appended (as Python's csv module does).
 
 /// Finds the fields of one CSV record in a byte buffer, without copying.
 struct CSVRowScanner {

@@ -66,8 +66,8 @@ final class GzipInflater {
                 atMemberBoundary = false
             case Z_STREAM_END:
                 // "Z_STREAM_END if the end of the compressed data has been reached and all
-                // uncompressed output has been produced" (zlib.h). The next member, if any,
-                // needs a fresh header parse.
+                // uncompressed output has been produced" (zlib.h, https://zlib.net/manual.html).
+                // The next member, if any, needs a fresh header parse.
                 atMemberBoundary = true
                 let reset = inflateReset(stream)
                 guard reset == Z_OK else {

@@ -5,8 +5,8 @@
 enum UTF8Text {
     /// The bytes as a String, or nil if they are not valid UTF-8.
     ///
-    /// Not `String(validating:as:)`: it is generic over the encoding and ran unspecialized,
-    /// with a metadata lookup per call (~5 % of reading time). Most fields are ASCII, which an
+    /// Not `String(validating:as:)`: it is generic over the encoding and runs unspecialized,
+    /// with a metadata lookup per call, once per field read. Most fields are ASCII, which an
     /// 8-bytes-at-a-time check settles; the rest get the full check below. `String(decoding:)`
     /// then copies without repairing anything, since the bytes are known to be valid.
     @inline(__always)

@@ -27,8 +27,9 @@ public struct APNsReason: Hashable, Sendable, CustomStringConvertible, Expressib
     public var isKnown: Bool { entry != nil }
 }
 
-/// Apple's reason table (../shared/APNS.md §4.6, from "Handling notification responses from APNs").
-/// Actions marked as inferences there are ours; Apple's own rule: "Don't retry notification responses
+/// Apple's reason table, from "Handling notification responses from APNs" (https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
+/// Where Apple states no action for a reason (IdleTimeout, the 5xx and key-ID reasons) the action
+/// is herald's own (docs/delivery.md); Apple's own rule: "Don't retry notification responses
 /// with the error code BadDeviceToken, DeviceTokenNotForTopic, Forbidden, ExpiredToken, Unregistered,
 /// or PayloadTooLarge. You can retry with a delay, if you get the error code TooManyRequests."
 public enum APNsReasonTable {

@@ -1,6 +1,6 @@
 /// A device token in canonical form: lowercase hex, no spaces or angle brackets.
 ///
-/// Apple: "Don't make assumptions about device token size." Tokens are 32 bytes today,
+/// Apple: "Don't make assumptions about device token size" (https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns). Tokens are 32 bytes today,
 /// so the accepted range is deliberately wide (8 to 256 bytes) and only rejects what
 /// cannot be a token at all.
 public struct DeviceToken: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -39,8 +39,8 @@ public struct DeviceToken: Hashable, Sendable, Comparable, CustomStringConvertib
 
     /// Byte-level normalization, for the audience reader's field bytes. Inlinable so that the
     /// reader's call is specialized for its buffer type: a cross-module call of this generic
-    /// function ran unspecialized, a witness-table call per byte (35 % of reading time on an
-    /// export of upper-case tokens). The token's String is written in place: one allocation.
+    /// function runs unspecialized, a witness-table call per byte. The token's String is written
+    /// in place: one allocation.
     @inlinable
     public static func normalize<C: Collection>(utf8 raw: C) -> Result<DeviceToken, Problem> where C.Element == UInt8 {
         var problem: Problem?

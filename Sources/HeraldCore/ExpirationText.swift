@@ -1,7 +1,8 @@
 /// `apns-expiration` as job files and audience fields write it. One grammar for both, so a
 /// value means the same in `push.expiration` and in a recipient's `{{expires_at}}` field:
 ///
-/// - `0`: attempt once, do not store (Apple: "APNs attempts to deliver the notification only once").
+/// - `0`: attempt once, do not store (Apple: "APNs attempts to deliver the notification only once",
+///   https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
 /// - a duration, `3600`, `90s`, `15m`, `24h`, `7d`: seconds from the moment of sending.
 /// - a UNIX time, a whole number ≥ 1,000,000,000 (Sept 2001): that instant. No one means
 ///   "store for 31 years" (Apple keeps a notification 30 days at most), so the two cannot be confused.

@@ -68,8 +68,8 @@ public enum JSONEscaping {
     }
 
     /// Runs of bytes that need no escape (nearly all of them) are appended whole: byte by byte,
-    /// each append checked the array's uniqueness and capacity, and this function was the
-    /// largest single cost of writing deliveries.ndjson.
+    /// each append would check the array's uniqueness and capacity, and every string written to
+    /// deliveries.ndjson goes through here.
     public static func appendEscaped(bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         var start = 0
         for i in 0..<bytes.count {

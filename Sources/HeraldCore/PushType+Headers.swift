@@ -1,9 +1,9 @@
-/// The header rules that tie `apns-push-type` to `apns-priority` and `apns-topic`
-/// (../shared/APNS.md §4.3). One place, read by the job loader (errors with a line number) and
-/// by the header renderer (so a `JobSpec` built in code gets the same checks).
+/// The header rules that tie `apns-push-type` to `apns-priority` and `apns-topic` (Apple's
+/// push-type table: https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns). One place, read by the job loader (errors with a line number) and by
+/// the header renderer (so a `JobSpec` built in code gets the same checks).
 extension PushType {
     /// Priorities APNs accepts with this push type. Apple: background is "always 5; 10 is an
-    /// error"; Live Activities take 5 or 10 [LA]; the others 10, 5 or 1.
+    /// error"; Live Activities take 5 or 10 (https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications); the others 10, 5 or 1.
     public var allowedPriorities: [Int] {
         switch self {
         case .background: return [5]

@@ -1,4 +1,5 @@
-/// `apns-push-type` values and the topic suffix each requires (../shared/APNS.md §4.3).
+/// `apns-push-type` values and the topic suffix each requires (Apple's table of `apns-push-type`
+/// values: https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
 public enum PushType: String, Sendable, CaseIterable {
     case alert, background, location, voip, complication, fileprovider, liveactivity, mdm, pushtotalk, widgets, controls
 
@@ -17,6 +18,6 @@ public enum PushType: String, Sendable, CaseIterable {
         }
     }
 
-    /// Apple: "The maximum size is 4096 bytes, or 5120 bytes for VoIP."
+    /// Apple: "The maximum size is 4096 bytes, or 5120 bytes for VoIP." (https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns)
     public var payloadLimit: Int { self == .voip ? 5120 : 4096 }
 }

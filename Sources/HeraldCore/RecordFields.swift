@@ -1,11 +1,11 @@
 /// The fields of one audience row, by name: `fields["first_name"]`, `fields["user.city"]`.
 ///
-/// Why not a plain `[String: FieldValue]` for CSV rows: building a dictionary and a String per
-/// field for every row was a third of the reading time (the benchmark's rows have five fields;
-/// a template uses two or three). A CSV row is instead kept as its unquoted, already validated
-/// UTF-8 bytes in one array, with the file's header shared by all its rows; a field's String is
-/// made only when someone reads it. NDJSON lines get the same treatment (`JSONRowBuilder`), with
-/// their dotted paths stored per line since keys vary from line to line.
+/// Why not a plain `[String: FieldValue]` for CSV rows: that builds a dictionary and a String per
+/// field for every row, while a template reads two or three fields. A CSV row is instead kept as
+/// its unquoted, already validated UTF-8 bytes in one array, with the file's header shared by all
+/// its rows; a field's String is made only when someone reads it. NDJSON lines get the same
+/// treatment (`JSONRowBuilder`), with their dotted paths stored per line since keys vary from
+/// line to line.
 public struct RecordFields: Sendable, Equatable {
     enum Storage: Sendable {
         case dictionary([String: FieldValue])

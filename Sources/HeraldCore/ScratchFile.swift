@@ -9,7 +9,9 @@ import Darwin
 /// Why the scratch file failed (disk full, temporary directory not writable).
 public struct ScratchFileError: Error, CustomStringConvertible {
     public let description: String
-    public init(description: String) { self.description = description }
+    /// The `errno` of the failed call (ENOSPC: the temporary directory's disk is full), 0 if none.
+    public let code: Int32
+    public init(description: String, code: Int32 = 0) { self.description = description; self.code = code }
 }
 
 /// A temporary file that is unlinked as soon as it is created: only its descriptor keeps it,
@@ -68,6 +70,6 @@ final class ScratchFile {
 
     private static func error(_ what: String) -> ScratchFileError {
         let code = errno
-        return ScratchFileError(description: "sorting device tokens: \(what): \(String(cString: strerror(code))) (errno \(code))")
+        return ScratchFileError(description: "sorting device tokens: \(what): \(String(cString: strerror(code))) (errno \(code))", code: code)
     }
 }

@@ -19,8 +19,10 @@ public struct ConnectionSettings: Sendable {
     public var requestTimeoutMs: Int
     /// A connection with nothing in flight for this long is closed (and reopened when work comes).
     /// libcurl 7.88 cannot send an HTTP/2 PING on a connection driven by a multi handle (Apple
-    /// asks for one after an hour of inactivity), so an idle connection is closed instead of kept
-    /// alive; libcurl also refuses to reuse a connection idle that long (CURLOPT_MAXAGE_CONN).
+    /// asks for one after an hour of inactivity:
+    /// https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns),
+    /// so an idle connection is closed instead of kept alive; libcurl also refuses to reuse a
+    /// connection idle that long (https://curl.se/libcurl/c/CURLOPT_MAXAGE_CONN.html).
     public var idleTimeoutMs: Int
     /// TCP keepalive probes after this many idle seconds (then every half of it): a connection a
     /// middlebox silently dropped is noticed by the kernel, not by a request timing out.

@@ -1,7 +1,7 @@
 /// How many streams each connection may keep in flight, adjusted to APNs' pushback: fewer when
-/// 429s and 5xx rise ("An error code beginning with 4XX slows down your ability to send
-/// notifications … adjust your throughput accordingly"), growing back when they fall. Additive
-/// increase, multiplicative decrease, decided once per `sample` responses. Pure.
+/// 429s and 5xx rise, growing back when they fall. Apple: "An error code beginning with 4XX slows
+/// down your ability to send notifications … adjust your throughput accordingly" (https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
+/// Additive increase, multiplicative decrease, decided once per `sample` responses. Pure.
 public struct AdaptiveConcurrency: Sendable {
     public let maximum: Int
     public let minimum: Int

@@ -24,8 +24,11 @@ func curlCheck(_ code: CURLUcode, _ operation: String) throws(DeliveryError) {
     }
 }
 
-/// Owns one CURLM handle. One multi handle drives one HTTP/2 connection (LIBCURL.md: a host cap of 1
-/// and MAX_CONCURRENT_STREAMS ≥ requests in flight, else libcurl silently opens more connections).
+/// Owns one CURLM handle. One multi handle drives one HTTP/2 connection: a host cap of 1
+/// (https://curl.se/libcurl/c/CURLMOPT_MAX_HOST_CONNECTIONS.html: "When the limit is reached, new
+/// sessions are kept pending until a connection becomes available") and a stream limit at least
+/// the requests in flight (https://curl.se/libcurl/c/CURLMOPT_MAX_CONCURRENT_STREAMS.html, default
+/// 100); without them libcurl opens more connections instead of waiting for a stream.
 final class CurlMulti {
     let handle: UnsafeMutableRawPointer
 

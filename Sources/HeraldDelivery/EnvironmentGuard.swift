@@ -3,7 +3,9 @@ import HeraldCore
 /// Stops a campaign whose first answers are mostly BadDeviceToken or DeviceTokenNotForTopic: that
 /// is a sandbox/production or topic mix-up (Apple: BadDeviceToken also means "the token is for the
 /// other environment"), not an audience of dead tokens, and marking the whole audience failed
-/// would be wrong. Apple also closes connections that produce many such errors.
+/// would be wrong. Apple also closes connections that produce many such errors: "APNs disconnects
+/// a provider connection with too many error conditions … sooner with certain error conditions,
+/// such as BadDeviceToken" (https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
 ///
 /// Until it has decided, the caller holds those answers back instead of recording them as
 /// failures. Pure.

@@ -4,7 +4,7 @@ import Synchronization
 
 /// The APNs provider token (JWT, ES256), shared by every connection of a campaign.
 ///
-/// Apple: refresh "no more than once every 20 minutes and no less than once every 60 minutes";
+/// Apple (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns): refresh "no more than once every 20 minutes and no less than once every 60 minutes";
 /// a token older than an hour gets 403 ExpiredProviderToken, and re-signing more often than every
 /// 20 minutes gets 429 TooManyProviderTokenUpdates. So one token is reused and re-signed when it
 /// reaches `refreshAge` (50 minutes, as pushy, apns2 and APNSwift do).

@@ -39,7 +39,7 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
 
     /// Whether the environment names a proxy for https URLs, as libcurl 7.88 looks for one
     /// (https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY; empty counts as unset). Read once: libcurl
-    /// reads them, and no_proxy, again for every transfer (six getenv calls, 0.7 % of a push).
+    /// reads them, and no_proxy, again for every transfer (six getenv calls per push).
     static let environmentNamesAProxy = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { name in
         guard let v = getenv(name) else { return false }
         return v.pointee != 0

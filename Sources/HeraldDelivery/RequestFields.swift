@@ -3,15 +3,14 @@ import HeraldCore
 
 /// The APNs header fields of one streaming slot's requests, ready for nghttp2, which
 /// CCurlNghttp2 appends to the request libcurl submits. libcurl's own header list formats
-/// each byte through its printf engine and parses the result back (about 45,000 instructions per
-/// push); these are copied once by nghttp2 instead.
+/// each byte through its printf engine and parses the result back; these are copied once by
+/// nghttp2 instead.
 ///
 /// Per request only :path, content-length and the apns-id change: each has its own buffer, every
 /// other field is laid out again only when the request's other headers or the JWT change.
 /// :authority and content-length replace libcurl's Host and Content-Length (`clearedByFields`),
 /// each an aprintf per request in libcurl 7.88. :path replaces libcurl's, which stays the bare
-/// "/3/device/": libcurl parses, assembles and prints its URL byte by byte on every request
-/// (about 10,000 instructions for a 64-byte token's path).
+/// "/3/device/": libcurl parses, assembles and prints its URL byte by byte on every request.
 final class RequestFields {
     /// Whether libcurl's nghttp2_submit_request calls reach CCurlNghttp2 in this process.
     static let inEffect = herald_request_headers_in_effect() == 1

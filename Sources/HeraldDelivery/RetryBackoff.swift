@@ -20,7 +20,8 @@ public struct RetryBackoff: Sendable {
     }
 
     /// Recipients answered 429/5xx or lost with their connection: from 1 s, capped at 5 minutes
-    /// (Apple: "After 15 minutes, you can retry … 5XX … you may employ a back-off technique").
+    /// (Apple: "After 15 minutes, you can retry … 5XX … you may employ a back-off technique",
+    /// https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
     public static let recipient = RetryBackoff(base: 1, cap: 300)
     /// TooManyRequests is about one device token: Apple says "retry with a delay", so that token
     /// waits longer than a server hiccup would make it.

@@ -3,9 +3,9 @@ import Foundation
 import HeraldCore
 
 /// One reusable easy handle of a streaming connection, with what its next request needs kept
-/// between requests: per request only the URL, the body size and the apns-id bytes change
-/// (LIBCURL.md: a handle set up once, a header list rebuilt only when the JWT or a header
-/// other than apns-id changes; a new list or handle per request costs measurable CPU).
+/// between requests: per request only the URL, the body size and the apns-id bytes change. The
+/// handle is set up once and its header list rebuilt only when the JWT or a header other than
+/// apns-id changes: a new list or handle per request is CPU spent again on every push.
 final class StreamSlot {
     let easy: CurlEasy
     let slot: Int
@@ -32,7 +32,7 @@ final class StreamSlot {
     private var bodyCapacity: Int
     /// The request URL, parsed once (CURLOPT_CURLU): per request only its path is replaced.
     /// Given a URL string, libcurl parses it and assembles it again on every request
-    /// (curl_url_set, curl_url_get, aprintf): 8 % of the connection thread's CPU in perf.
+    /// (curl_url_set, curl_url_get, aprintf), work repeated on the connection thread for every push.
     private let url: OpaquePointer
     private var urlBase: String?
     /// Whether the URL handle's path is the bare device prefix (see `setURL`).
@@ -242,7 +242,8 @@ final class StreamSlot {
 }
 
 /// One libcurl multi handle, i.e. one HTTP/2 connection (MAX_HOST_CONNECTIONS = 1), with the
-/// provider token it has used: a connection must not switch tokens more often than every 20 minutes.
+/// provider token it has used: "APNs report an error if you use a new token more than once every
+/// 20 minutes on the same connection" (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
 final class StreamConnection {
     let multi: CurlMulti
     var active = 0

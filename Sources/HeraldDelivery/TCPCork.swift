@@ -1,13 +1,12 @@
 import Foundation
 
 /// TCP_CORK around one `curl_multi_perform` turn. libcurl writes every request as its own TLS
-/// record and `send` call (HEADERS and DATA together since Sources/CCurlNghttp2/coalesced_writes.c;
-/// the RST_STREAM libcurl 7.88 added after each stream is dropped by closed_streams.c there), and
-/// with TCP_NODELAY on each left as its own segment. A turn starts dozens of requests; corked, the kernel sends them as a few full
-/// segments when the turn ends and uncorks. Measured on the stand-in (300k pushes, one core, when
-/// the resets still went out): 892k segments → 55k, half the `recv` calls (the server answers in
-/// larger batches too), about 7 % less CPU. Uncorking flushes at once, so no request waits beyond
-/// its own turn.
+/// record and `send` call (HEADERS and DATA together: Sources/CCurlNghttp2/coalesced_writes.c),
+/// and with TCP_NODELAY on each would leave as its own segment. A turn starts dozens of requests;
+/// corked, the kernel sends them as a few full segments when the turn ends, and the server reads
+/// (and answers) them in larger batches, so both ends make fewer `send`/`recv` calls. No request
+/// waits beyond its own turn: tcp(7) (https://man7.org/linux/man-pages/man7/tcp.7.html), "If set,
+/// don't send out partial frames. All queued partial frames are sent when the option is cleared."
 enum TCPCork {
     /// Best effort on a socket that may already be gone: `fd` < 0 is ignored, and a failed
     /// `setsockopt` (a socket libcurl closed meanwhile) changes nothing that matters.

@@ -2,7 +2,8 @@ internal import CCurl
 import Foundation
 
 /// Which certificate authorities the client trusts for the APNs endpoint.
-/// libcurl's CAINFO *replaces* the system store; it does not add to it.
+/// libcurl's CAINFO *replaces* the system store (by default it names the system bundle:
+/// https://curl.se/libcurl/c/CURLOPT_CAINFO.html); it does not add to it.
 public enum TLSTrust: Sendable, Equatable {
     /// The system trust store (Apple's production and sandbox servers).
     case system

@@ -1,8 +1,10 @@
 import HeraldCore
 
-/// Apple's documented `aps` keys and the value each takes (../shared/APNS.md §4.4, and the
-/// payload key reference in ../shared/payload-docs). Apple: "Any other keys in the aps
-/// dictionary are ignored by Apple", so an unknown key is almost always a typo worth stopping for.
+/// Apple's documented `aps` keys and the value each takes (https://developer.apple.com/documentation/usernotifications/generating-a-remote-notification,
+/// and the older Payload Key Reference: https://developer.apple.com/library/archive/documentation/NetworkingInternet/Conceptual/RemoteNotificationsPG/PayloadKeyReference.html).
+/// Apple: "Any other keys in the aps dictionary are ignored by Apple", so an unknown key is almost
+/// always a typo worth stopping for. Live Activity keys are from ActivityKit's push page, marked
+/// [LA] below: https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications.
 enum Shape: Sendable {
     case string
     case nonNegativeInteger
@@ -83,8 +85,8 @@ enum APSRules {
         }
     }
 
-    /// Table 9-2 plus the keys Apple added later (subtitle, summary-arg) and the legacy
-    /// `action-loc-key` that Apple's own Examples 2 and 5 use.
+    /// Table 9-2 of the Payload Key Reference plus the keys Apple added later (subtitle,
+    /// summary-arg) and the legacy `action-loc-key` that Apple's own Examples 2 and 5 use.
     static let alert: [(key: String, shape: Shape)] = [
         ("title", .string), ("subtitle", .string), ("body", .string), ("launch-image", .string),
         ("title-loc-key", .orNull(.string)), ("title-loc-args", .orNull(.stringArray)),

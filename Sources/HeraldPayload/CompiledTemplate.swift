@@ -3,7 +3,7 @@ import HeraldCore
 /// One step of rendering. A template compiles to a flat list of these so that `render` is a
 /// loop of byte appends and dictionary lookups, with no tree walk and no JSON encoder. Every
 /// case is plain data (offsets and indices, no references), so walking the list costs no
-/// reference counting: that, not the copying, dominated the first profile.
+/// reference counting, which would cost more than the copying itself.
 enum RenderOp: Sendable {
     /// Pre-encoded JSON bytes (punctuation, keys, literal values, escaped literal text):
     /// `count` bytes of the template's `bytes` from `start`.

@@ -26,7 +26,8 @@ public final class HeaderRenderer: Sendable {
     private let collapseId: String?
     private let collapseTemplate: HeaderTemplate?
 
-    /// Apple: "apns-collapse-id … must not exceed 64 bytes" (400 BadCollapseId).
+    /// Apple: "apns-collapse-id … must not exceed 64 bytes" (400 BadCollapseId;
+    /// https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
     public static let maximumCollapseIdBytes = 64
 
     /// For a run starting now: a `{date}`/`{week}`/`{month}` campaign name is resolved as a run

@@ -1,10 +1,10 @@
 // Why this renderer is hand-written on bytes: a campaign renders one payload per recipient,
-// millions per run, and the target is ≥ 1M payloads/s on one core. Building a dictionary and
-// calling JSONSerialization per recipient costs microseconds and shuffles key order. Instead
-// each template is validated and compiled once per job into pre-encoded byte chunks and
-// placeholder slots (`RenderOp`), and `render` only appends bytes to one buffer the caller can
-// reuse: literal chunks by memcpy, field text through a scan-then-copy escaper. Non-ASCII passes
-// through as raw UTF-8, because Apple: "The JSON \U notation is not supported".
+// millions per run. Building a dictionary and calling JSONSerialization per recipient costs
+// microseconds each and shuffles key order. Instead each template is validated and compiled
+// once per job into pre-encoded byte chunks and placeholder slots (`RenderOp`), and `render`
+// only appends bytes to one buffer the caller can reuse: literal chunks by memcpy, field text
+// through a scan-then-copy escaper. Non-ASCII passes through as raw UTF-8, because Apple: "The
+// JSON \U notation is not supported" (https://developer.apple.com/library/archive/documentation/NetworkingInternet/Conceptual/RemoteNotificationsPG/PayloadKeyReference.html).
 // Benchmarks/render_bench measures it (`make bench`).
 import HeraldCore
 

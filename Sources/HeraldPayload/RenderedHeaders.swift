@@ -1,6 +1,6 @@
 import HeraldCore
 
-/// The APNs request headers for one recipient (../shared/APNS.md §4.2), everything but
+/// The APNs request headers for one recipient (https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns), everything but
 /// `authorization` and `:path`. `apns-expiration` stays symbolic until the moment of sending,
 /// because "seconds from send" must count from the send, not from when the audience was read.
 public struct RenderedHeaders: Sendable, Equatable {

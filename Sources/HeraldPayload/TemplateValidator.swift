@@ -23,9 +23,9 @@ struct TemplateValidator {
         try checkLiveActivity(apsMembers)
     }
 
-    /// Background (silent) pushes. Apple [BG]: "create a remote notification with an aps
+    /// Background (silent) pushes. Apple (https://developer.apple.com/documentation/usernotifications/pushing-background-updates-to-your-app): "create a remote notification with an aps
     /// dictionary that includes only the content-available key"; "you must not include alert,
-    /// badge or sound" (APNS.md §4.5). And the reverse: a payload that is only
+    /// badge or sound". And the reverse: a payload that is only
     /// `content-available: 1` sent as an alert push is a silent push with the wrong headers.
     private func checkSilent(_ keys: [String]) throws(PayloadTemplateError) {
         if pushType == .background {
@@ -48,7 +48,7 @@ struct TemplateValidator {
     }
 
     /// Live Activity keys belong to `liveactivity` pushes; those need `event` and `timestamp`,
-    /// and a start also `attributes-type`, `attributes`, `content-state` and `alert` [LA].
+    /// and a start also `attributes-type`, `attributes`, `content-state` and `alert` (https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications).
     private func checkLiveActivity(_ aps: [JSONValue.Member]) throws(PayloadTemplateError) {
         let keys = Set(aps.map(\.key))
         guard pushType == .liveactivity else {

@@ -30,7 +30,7 @@ public struct AudienceScan {
         audience = spec.audience
         self.depth = depth
         if depth == .full {
-            renderer = try CampaignRunner.wrap(.usage) { () throws(PayloadTemplateError) in
+            renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
                 RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
                                   localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField)
             }
@@ -52,11 +52,11 @@ public struct AudienceScan {
         let totalBytes = Self.totalBytes(audience.files)
         var bytesBefore = 0
         for file in audience.files {
-            let reader = try CampaignRunner.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
+            let reader = try CampaignRunner.wrap(.preparing) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
             var counts = AudienceScanResult.File(name: file.name, bytes: reader.fileSize,
                                                  compressed: reader.isCompressed, format: reader.detectedFormat)
             var untilProgress = progressEvery
-            while let event = try CampaignRunner.wrap(.usage, { () throws(AudienceError) in try reader.next() }) {
+            while let event = try CampaignRunner.wrap(.preparing, { () throws(AudienceError) in try reader.next() }) {
                 switch consume event {   // not a copy: a record is a dozen references to retain
                 case .invalid(let row):
                     result.countInvalid(row)
@@ -66,7 +66,7 @@ public struct AudienceScan {
                         result.countInvalid(row)
                         counts.invalid += 1
                     } else {
-                        if let tokens { try CampaignRunner.wrap(.usage) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
+                        if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
                         result.valid += 1
                         counts.valid += 1
                     }
@@ -85,7 +85,7 @@ public struct AudienceScan {
             bytesBefore += reader.compressedBytesRead
             result.files.append(counts)
         }
-        if let tokens { result.distinct = try CampaignRunner.wrap(.usage) { () throws(ScratchFileError) in try tokens.count() } }
+        if let tokens { result.distinct = try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.count() } }
         result.seconds = Self.seconds(ContinuousClock.now - started)
         progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore, totalBytes: totalBytes))
         return result

@@ -1,4 +1,26 @@
 import Foundation
+import HeraldState
+
+/// Why the campaign's lock could not be taken.
+public enum CampaignLockError: Error, CustomStringConvertible {
+    /// Another run holds it (exit 75).
+    case busy(path: String)
+    /// The state folder or the lock file could not be made or locked; `errno` (0 if unknown) says why.
+    case unusable(message: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case .busy(let path): return "another herald run holds the lock on this campaign (\(path)); not starting"
+        case .unusable(let message, _): return message
+        }
+    }
+
+    /// A full or read-only disk under the state folder, not a mistake in the job.
+    public var storageFailure: StorageFailure? {
+        if case .unusable(_, let code) = self { return StorageFailure(errno: code) }
+        return nil
+    }
+}
 
 /// An OS advisory lock (`flock`) on a side file next to the state file. The kernel releases it when
 /// the holder dies, even by SIGKILL, so a crash never leaves a stale lock behind.
@@ -6,24 +28,28 @@ final class CampaignLock {
     private let fd: Int32
     let path: String
 
-    init(statePath: String) throws(RunFailure) {
+    init(statePath: String) throws(CampaignLockError) {
         path = Self.path(statePath: statePath)
         let dir = (path as NSString).deletingLastPathComponent
         do { try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) } catch {
-            throw RunFailure(.usage, "cannot create the state directory \(dir): \(error.localizedDescription)")
+            throw .unusable(message: "cannot create the state directory \(dir): \(error.localizedDescription)", errno: StateError.posixCode(of: error) ?? 0)
         }
         let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw RunFailure(.usage, "cannot open lock file \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw Self.unusable("cannot open lock file", path, errno) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let busy = errno == EWOULDBLOCK
+            let code = errno
             close(fd)
-            if busy { throw RunFailure(.locked, "another herald run holds the lock on this campaign (\(path)); not starting") }
-            throw RunFailure(.usage, "cannot lock \(path): \(String(cString: strerror(errno)))")
+            if code == EWOULDBLOCK { throw .busy(path: path) }
+            throw Self.unusable("cannot lock", path, code)
         }
         self.fd = fd
     }
 
     deinit { flock(fd, LOCK_UN); close(fd) }
+
+    private static func unusable(_ what: String, _ path: String, _ code: Int32) -> CampaignLockError {
+        .unusable(message: "\(what) \(path): \(String(cString: strerror(code)))", errno: code)
+    }
 
     /// The side file the lock is taken on: `<state file>.lock`.
     static func path(statePath: String) -> String { statePath + ".lock" }

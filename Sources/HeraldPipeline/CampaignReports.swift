@@ -21,7 +21,7 @@ public enum CampaignReports {
         guard FileManager.default.fileExists(atPath: spec.statePath) else {
             throw RunFailure(.usage, "\(spec.statePath): no state file yet: the campaign has never run, so there is nothing to report")
         }
-        return try CampaignRunner.wrap(.usage) { () throws -> Written in
+        return try CampaignRunner.wrap(.preparing) { () throws -> Written in
             let store = try StateStore(path: spec.statePath, readOnly: true)
             let runs = try store.runs()
             let chosen: RunInfo?

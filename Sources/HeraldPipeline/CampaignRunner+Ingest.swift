@@ -13,16 +13,16 @@ extension CampaignRunner {
     /// recipients are added, vanished undecided ones are not sent). Returns the run as it now is.
     func prepareAudience(state: RunState, run: RunInfo) throws(RunFailure) -> RunInfo {
         let current = try AudienceFingerprinter.fingerprints(of: spec.audience.files)
-        let recorded = try Self.wrap(.usage) { () throws(StateError) in try state.audienceFiles() }
+        let recorded = try Self.wrap(.preparing) { () throws(StateError) in try state.audienceFiles() }
         if recorded.isEmpty {
-            try Self.wrap(.usage) { () throws(StateError) in try state.recordAudienceFiles(current) }
+            try Self.wrap(.preparing) { () throws(StateError) in try state.recordAudienceFiles(current) }
             return run
         }
         let changes = AudienceFingerprinter.differences(old: recorded, new: current)
         guard !changes.isEmpty else { return run }
         logger.warning("the audience changed since run \(run.runId) first read it: \(changes.joined(separator: "; ")). Reading it again: tokens already sent are not sent again, new ones are added, vanished ones still pending are not sent")
-        try Self.wrap(.usage) { () throws(StateError) in try state.startNewAudiencePass(current) }
-        return try Self.wrap(.usage) { () throws(StateError) in try state.reload() }
+        try Self.wrap(.preparing) { () throws(StateError) in try state.startNewAudiencePass(current) }
+        return try Self.wrap(.preparing) { () throws(StateError) in try state.reload() }
     }
 
     /// Reads every audience file once, renders each recipient's payload and records recipients and
@@ -41,13 +41,13 @@ extension CampaignRunner {
         let apnsIds = APNsIdGenerator(seed: apnsIdSeed)
         operations.startReading(spec.audience.files, first: run.ingestedFile)
         for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
-            let reader = try Self.wrap(.usage) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
+            let reader = try Self.wrap(.preparing) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
             while true {
                 if stopRequested.load(ordering: .relaxed) || whileSending?.shouldStopReading == true {
                     try flush(&batch, state: state, pass: pass, whileSending: whileSending)
                     throw RunFailure(.incomplete, "stopped by signal while reading the audience; rerun to resume")
                 }
-                guard let event = try Self.wrap(.usage, { () throws(AudienceError) in try reader.next() }) else { break }
+                guard let event = try Self.wrap(.preparing, { () throws(AudienceError) in try reader.next() }) else { break }
                 let line: Int
                 switch event {
                 case .record(let r): line = r.location.line
@@ -70,7 +70,7 @@ extension CampaignRunner {
             batch.checkpointLine = 0
             try flush(&batch, state: state, pass: pass, force: true, whileSending: whileSending)
         }
-        try Self.wrap(.usage) { () throws(StateError) in try state.markIngestComplete(pass: pass) }
+        try Self.wrap(.preparing) { () throws(StateError) in try state.markIngestComplete(pass: pass) }
         logger.info("audience read: \(total) rows this pass")
     }
 
@@ -100,7 +100,7 @@ extension CampaignRunner {
         if let whileSending {
             try whileSending.record(b, state: state)
         } else {
-            try Self.wrap(.usage) { () throws(StateError) in try state.ingest(b, pass: pass) }
+            try Self.wrap(.preparing) { () throws(StateError) in try state.ingest(b, pass: pass) }
         }
         batch = IngestBatch()
         CrashPoint.ingest.reached()

@@ -22,7 +22,7 @@ extension CampaignRunner {
                  reading: ReadWhileSending? = nil) throws(RunFailure) -> SendResult {
         let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
         defer { target.shutdown() }
-        let sender = try Self.wrap(.usage) { () throws(DeliveryError) in
+        let sender = try Self.wrap(.preparing) { () throws(DeliveryError) in
             try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
         }
         operations.startSending(state)
@@ -41,9 +41,9 @@ extension CampaignRunner {
                             stopRequested: stop, moreComing: { reading?.isReading ?? false }, onRecorded: { operations.recorded($0) })
         var result = try loop.run()
         if result.status == .finished {
-            let gaveUp = try Self.wrap(.incomplete) { () throws(StateError) in try state.giveUp(olderThan: spec.retry.giveUpAfter) }
+            let gaveUp = try Self.wrap(.sending) { () throws(StateError) in try state.giveUp(olderThan: spec.retry.giveUpAfter) }
             if gaveUp > 0 { logger.warning("\(gaveUp) recipient(s) kept failing for longer than retry.give_up_after and were marked failed (gave_up)") }
-            let open = try Self.wrap(.incomplete) { () throws(StateError) in try state.openCount() }
+            let open = try Self.wrap(.sending) { () throws(StateError) in try state.openCount() }
             if stopRequested.load(ordering: .relaxed) {
                 result.status = .incomplete
                 result.message = "stopped by signal; \(open) recipient(s) not final yet, rerun to resume"

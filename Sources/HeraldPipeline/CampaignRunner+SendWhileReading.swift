@@ -44,7 +44,7 @@ final class ReadWhileSending: Sendable {
     /// Records one batch: suppression verdicts first (herald-shared.sqlite), then one transaction.
     /// Throws exit 5 as soon as `max_invalid_rows` is passed (see `InvalidRowLimit.isExceededSoFar`).
     func record(_ batch: IngestBatch, state: RunState) throws(RunFailure) {
-        let recorded = try CampaignRunner.wrap(.usage) { () throws(StateError) in
+        let recorded = try CampaignRunner.wrap(.preparing) { () throws(StateError) in
             let suppressed = try suppression?.verdict(batch.recipients.map { ($0.token.hex, $0.registeredAt) }).suppressed ?? [:]
             return try state.ingestWhileSending(batch, suppressed: suppressed)
         }
@@ -89,13 +89,13 @@ extension CampaignRunner {
     func sendWhileReading(state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String,
                           headers: HeaderRenderer, credentials: DeliveryTarget.Credentials) throws(RunFailure) -> SendResult {
         let topic = headers.shared.topic
-        let adopted = try Self.wrap(.usage) { () throws(StateError) in try state.prepareSendWhileReading() }
+        let adopted = try Self.wrap(.preparing) { () throws(StateError) in try state.prepareSendWhileReading() }
         if adopted.recipients + adopted.duplicates > 0 {
             logger.info("\(adopted.recipients) recipient(s) and \(adopted.duplicates) duplicate(s) taken over from rows an earlier run read first")
         }
         let suppression = try suppressionLookup(topic: topic)
         try suppressUnattempted(state: state, lookup: suppression)
-        let invalid = try Self.wrap(.usage) { () throws(StateError) in try state.invalidRowCount() }
+        let invalid = try Self.wrap(.preparing) { () throws(StateError) in try state.invalidRowCount() }
         let reading = ReadWhileSending(rows: run.rows, invalid: invalid, limit: spec.audience.maxInvalidRows,
                                        suppression: suppression, progress: operations.progress)
         logger.notice("sending while reading the audience (audience.prescan: false)")
@@ -103,7 +103,7 @@ extension CampaignRunner {
         reading.start { () throws(RunFailure) in
             try reader.runner.ingest(into: state, run: run, renderer: renderer, apnsIdSeed: apnsIdSeed, whileSending: reading)
             try reader.runner.checkInvalidRows(state: state, whileSending: true)
-            try Self.wrap(.usage) { () throws(StateError) in try state.markSuppressionChecked() }
+            try Self.wrap(.preparing) { () throws(StateError) in try state.markSuppressionChecked() }
         }
         let result: SendResult
         do throws(RunFailure) {

@@ -21,16 +21,16 @@ extension CampaignRunner {
     }
 
     func applySuppressionList(state: RunState, topic: String) throws(RunFailure) {
-        guard try !Self.wrap(.usage, { () throws(StateError) in try state.suppressionChecked() }) else { return }
+        guard try !Self.wrap(.preparing, { () throws(StateError) in try state.suppressionChecked() }) else { return }
         try suppressUnattempted(state: state, lookup: try suppressionLookup(topic: topic))
-        try Self.wrap(.usage) { () throws(StateError) in try state.markSuppressionChecked() }
+        try Self.wrap(.preparing) { () throws(StateError) in try state.markSuppressionChecked() }
     }
 
     /// Marks `suppressed` every never-attempted pending recipient whose token is on the list (and
     /// was not re-registered after its 410), a keyset page at a time.
     func suppressUnattempted(state: RunState, lookup: SuppressionLookup?) throws(RunFailure) {
         guard let lookup else { return }
-        try Self.wrap(.usage) { () throws(StateError) in
+        try Self.wrap(.preparing) { () throws(StateError) in
             var after: Int64 = 0
             var suppressed = 0, reRegistered = 0
             while true {
@@ -52,7 +52,7 @@ extension CampaignRunner {
     /// The suppression list, when herald-shared.sqlite exists and has entries for this
     /// environment and topic (nil: nothing to look up).
     func suppressionLookup(topic: String) throws(RunFailure) -> SuppressionLookup? {
-        try Self.wrap(.usage) { () throws(StateError) -> SuppressionLookup? in
+        try Self.wrap(.preparing) { () throws(StateError) -> SuppressionLookup? in
             let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
             guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
             let shared = try SharedStore(besideStateFile: spec.statePath)

@@ -66,7 +66,8 @@ public final class CampaignRunner {
         var report = RunReport(status: .finished, message: nil, summary: nil, reportsDir: spec.reports.dir, statePath: spec.statePath)
         let lock: CampaignLock
         do { lock = try CampaignLock(statePath: spec.statePath) } catch {
-            report.status = error.status; report.message = error.message
+            let failure = RunFailure(error, during: .preparing)
+            report.status = failure.status; report.message = failure.message
             return report
         }
         defer { withExtendedLifetime(lock) {} }
@@ -76,11 +77,11 @@ public final class CampaignRunner {
         let run: RunInfo
         let credentials: DeliveryTarget.Credentials
         do throws(RunFailure) {
-            payloads = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
-            _ = try Self.wrap(.usage) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
+            payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
+            _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             credentials = try DeliveryTarget.loadCredentials(spec)
-            store = try Self.wrap(.usage) { () throws(StateError) in try StateStore(path: spec.statePath) }
-            run = try Self.wrap(.usage) { () throws(StateError) in
+            store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath) }
+            run = try Self.wrap(.preparing) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)
             }
         } catch {
@@ -104,10 +105,10 @@ public final class CampaignRunner {
 
         var outcome: (ExitStatus, String?) = (.finished, nil)
         do throws(RunFailure) {
-            let headers = try Self.wrap(.usage) { () throws(PayloadTemplateError) in
+            let headers = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in
                 try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
             }
-            let firstOfItsName = try Self.wrap(.usage) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
+            let firstOfItsName = try Self.wrap(.preparing) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
             let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
                                              registeredAtField: spec.audience.registeredAtField)
             let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
@@ -141,7 +142,7 @@ public final class CampaignRunner {
             do {
                 try state.finish()
             } catch {
-                outcome = (.incomplete, error.description)
+                outcome = (.incomplete, RunFailure(error, during: .sending).message)
             }
         }
         recordInvalidatedTokens(state: state, run: run)
@@ -153,8 +154,9 @@ public final class CampaignRunner {
             let current = try state.reload()
             report.summary = try writer.write(state: state, campaign: current.campaign, run: current, finishedAt: current.finishedAt, extra: extras)
         } catch {
-            let message = "reports not written: \(error)"
-            outcome = (outcome.0 == .finished ? .incomplete : outcome.0, [outcome.1, message].compactMap { $0 }.joined(separator: "; "))
+            let failure = RunFailure(error, during: .reporting)
+            let message = "reports not written: \(failure.message)"
+            outcome = (outcome.0 == .finished ? failure.status : outcome.0, [outcome.1, message].compactMap { $0 }.joined(separator: "; "))
         }
         report.status = outcome.0
         report.message = outcome.1
@@ -167,7 +169,7 @@ public final class CampaignRunner {
     /// sending while reading (`whileSending`), once the reader has recorded the last row.
     /// Audience row errors and per-recipient render errors count together.
     func checkInvalidRows(state: RunState, whileSending: Bool = false) throws(RunFailure) {
-        let (rows, invalid) = try Self.wrap(.usage) { () throws(StateError) in (try state.reload().rows, try state.invalidRowCount()) }
+        let (rows, invalid) = try Self.wrap(.preparing) { () throws(StateError) in (try state.reload().rows, try state.invalidRowCount()) }
         let limit = spec.audience.maxInvalidRows
         if limit.isExceeded(invalid: invalid, rows: rows) {
             throw Self.tooManyInvalid(invalid, of: rows, limit: limit, readSoFar: false, whileSending: whileSending)
@@ -206,14 +208,16 @@ public final class CampaignRunner {
             }
             report.message = what
         } catch {
-            report.status = .incomplete
-            report.message = "\(what); reports not written: \(error)"
+            let failure = RunFailure(error, during: .reporting)
+            report.status = failure.status
+            report.message = "\(what); reports not written: \(failure.message)"
         }
         return report
     }
 
-    /// Runs a throwing step and turns its typed error into a RunFailure with the given exit status.
-    static func wrap<T, E: Error>(_ status: ExitStatus, _ body: () throws(E) -> T) throws(RunFailure) -> T {
-        do { return try body() } catch { throw RunFailure(status, "\(error)") }
+    /// Runs a throwing step of `stage`; its typed error becomes the RunFailure that
+    /// `RunFailure(_:during:)`, the one mapping of failures to exit codes, makes of it.
+    static func wrap<T, E: Error>(_ stage: RunStage, _ body: () throws(E) -> T) throws(RunFailure) -> T {
+        do { return try body() } catch { throw RunFailure(error, during: stage) }
     }
 }

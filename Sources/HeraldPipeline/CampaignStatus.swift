@@ -24,7 +24,7 @@ public struct CampaignStatus: Sendable {
         guard FileManager.default.fileExists(atPath: spec.statePath) else {
             return CampaignStatus(statePath: spec.statePath, runs: [], lockHolder: holder)
         }
-        return try CampaignRunner.wrap(.usage) { () throws(StateError) in
+        return try CampaignRunner.wrap(.preparing) { () throws(StateError) in
             let store = try StateStore(path: spec.statePath, readOnly: true)
             var runs: [Run] = []
             for info in try store.runs() {

@@ -1,4 +1,12 @@
-/// `herald run`'s exit codes, a contract with cron and CI (README: "Exit codes").
+import HeraldAudience
+import HeraldCore
+import HeraldDelivery
+import HeraldJob
+import HeraldPayload
+import HeraldReports
+import HeraldState
+
+/// `herald run`'s exit codes, a contract with cron, systemd and CI (docs/operations.md).
 public enum ExitStatus: Int32, Sendable {
     /// Every recipient reached a final state.
     case finished = 0
@@ -6,7 +14,7 @@ public enum ExitStatus: Int32, Sendable {
     case usage = 2
     /// Aborted by a fatal APNs error (auth, topic): fix the configuration and rerun.
     case aborted = 3
-    /// Incomplete (signal, retries exhausted, deadline): rerun the same command to resume.
+    /// Incomplete (signal, retries exhausted, deadline, a full disk): rerun the same command to resume.
     case incomplete = 4
     /// Too many invalid audience rows.
     case tooManyInvalid = 5
@@ -34,4 +42,63 @@ public struct RunFailure: Error, CustomStringConvertible {
     public let message: String
     public init(_ status: ExitStatus, _ message: String) { self.status = status; self.message = message }
     public var description: String { message }
+}
+
+/// Where a failure happened. The same error means something else before the first push (the
+/// job or its files need a person: exit 2) than once sending has begun (what was recorded
+/// stands, a rerun resumes: exit 4).
+public enum RunStage: Sendable {
+    /// Loading the job, opening the state file, reading and recording the audience.
+    case preparing
+    /// Claiming, sending and recording answers.
+    case sending
+    /// Writing the reports from the state file.
+    case reporting
+}
+
+extension RunFailure {
+    /// The one place that decides what a failure means to the operator: its exit status and
+    /// the message that says what to do.
+    ///
+    /// A storage failure (full disk or quota, I/O error, read-only file system) is exit 4 at
+    /// every stage: SQLite rolls back the transaction it could not write, so nothing recorded
+    /// is lost, and the same command resumes once the disk has room. The message names the file
+    /// and says it is the disk, not the job.
+    public init(_ error: any Error, during stage: RunStage) {
+        switch error {
+        case let failure as RunFailure:
+            self = failure
+        case CampaignLockError.busy:
+            self.init(.locked, "\(error)")
+        case let lock as CampaignLockError:
+            self = Self.storage(lock.storageFailure, file: lock.description, detail: "locking the campaign") ?? RunFailure(.usage, lock.description)
+        case let state as StateError:
+            self = Self.storage(state.storageFailure, file: state.path, detail: state.message) ?? Self.byStage(error, stage)
+        case let scratch as ScratchFileError:
+            self = Self.storage(StorageFailure(errno: scratch.code), file: "temporary files", detail: scratch.description) ?? Self.byStage(error, stage)
+        case let report as ReportError:
+            self = Self.storage(StorageFailure(errno: report.errno), file: report.path, detail: report.why) ?? Self.byStage(error, stage)
+        case is JobError, is AudienceError, is PayloadTemplateError, is DeliveryError, is ShardError:
+            // The job, its audience, its template or its key: a person fixes them, a rerun alone would fail again.
+            self.init(.usage, "\(error)")
+        default:
+            // Foundation's file errors (creating a folder) carry the POSIX code of the failure.
+            self = Self.storage(StateError.posixCode(of: error).flatMap(StorageFailure.init(errno:)), file: "\(error)", detail: "")
+                ?? Self.byStage(error, stage)
+        }
+    }
+
+    private static func byStage(_ error: any Error, _ stage: RunStage) -> RunFailure {
+        switch stage {
+        case .preparing: return RunFailure(.usage, "\(error)")
+        case .sending, .reporting: return RunFailure(.incomplete, "\(error)")
+        }
+    }
+
+    private static func storage(_ failure: StorageFailure?, file: String, detail: String) -> RunFailure? {
+        guard let failure else { return nil }
+        let why = detail.isEmpty ? failure.explanation : "\(failure.explanation) (\(detail))"
+        return RunFailure(.incomplete, "\(file): \(why). This is the disk, not the job: nothing recorded is lost; "
+                          + "make room or fix the file system, then rerun the same command to resume")
+    }
 }

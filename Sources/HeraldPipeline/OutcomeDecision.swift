@@ -4,7 +4,8 @@ import HeraldDelivery
 import HeraldState
 
 /// Turns one APNs answer into what the state file records, following the one reason table in
-/// HeraldCore (../shared/APNS.md §4.6):
+/// HeraldCore (Apple's reasons and statuses:
+/// https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns):
 /// - 200: sent.
 /// - Permanent reasons (BadDeviceToken, Unregistered, PayloadTooLarge, … and any reason Apple has
 ///   not documented, recorded verbatim): failed, never retried; a 410 keeps its timestamp.

@@ -63,9 +63,9 @@ final class SendGate {
         silent = TokenBucket(rate: spec.push.type == .background ? spec.throttle.silentRate : 0, now: mono)
         deadline = spec.throttle.deadline?.instant(startedAt: clock.now().timeIntervalSince1970) ?? .infinity
         if spec.push.type == .background {
-            ledger = try CampaignRunner.wrap(.usage) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
+            ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
-            let deferred = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.recheckDeferred(now: clock.now()) }
+            let deferred = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.recheckDeferred(now: clock.now()) }
             if deferred > 0 { logger.notice("\(deferred) recipient(s) deferred by the silent-push budget are checked against it again") }
             if self.silentWindow != SharedStore.silentWindow {
                 logger.warning("HERALD_TEST_SILENT_WINDOW: silent-push budget window is \(self.silentWindow) s instead of an hour (test setting)")
@@ -189,6 +189,6 @@ final class SendGate {
     }
 
     private func commit<T>(_ body: () throws(StateError) -> T) throws(RunFailure) -> T {
-        try CampaignRunner.wrap(.incomplete, body)
+        try CampaignRunner.wrap(.sending, body)
     }
 }

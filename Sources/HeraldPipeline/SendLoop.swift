@@ -74,9 +74,8 @@ final class SendLoop {
         cap = 2 * window
         // Half a window per commit: the queue still holds half a window when a claim is due, so
         // no stream waits, and each commit (an fsync, and one status-index pass over the batch)
-        // is spread over twice as many pushes as with a quarter. Against the stand-in, 1 × 200
-        // streams, window / 2 sent 6–17 % faster than window / 4 (three interleaved pairs), and
-        // `herald-bench state 300000 stream` went from 16.3 to 13.4 CPU µs per push.
+        // is spread over as many pushes as it can be without a stream waiting for its claim
+        // (docs/benchmarks.md has the figures).
         claimChunk = max(1, window / 2)
         adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
     }
@@ -84,7 +83,7 @@ final class SendLoop {
     private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || gate.deadlinePassed || stopRequested() }
 
     func run() throws(RunFailure) -> CampaignRunner.SendResult {
-        try CampaignRunner.wrap(.usage) { () throws(StateError) in
+        try CampaignRunner.wrap(.preparing) { () throws(StateError) in
             try state.resetRunAttempts()
             try state.recoverInflight()
         }
@@ -112,7 +111,7 @@ final class SendLoop {
             for r in results { handle(r) }
         }
         // Everything claimed is recorded or put back: nothing is in flight any more.
-        try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.endClaims() }
+        try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.endClaims() }
         return finish()
     }
 
@@ -130,7 +129,7 @@ final class SendLoop {
         guard wantClaim || wantRecord else { return [] }
         lastCommit = now
         let (outcomes, release, exhaust) = (toRecord, toRelease, toExhaust)
-        let claimed = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in
+        let claimed = try CampaignRunner.wrap(.sending) { () throws(StateError) in
             try state.commit(outcomes, release: release, exhaust: exhaust, maxAttempts: maxAttempts, claim: wantClaim ? room : 0, now: now)
         }
         if !outcomes.isEmpty {
@@ -181,7 +180,7 @@ final class SendLoop {
             settleGuard(guardian.finish())
             return true
         }
-        let next = try CampaignRunner.wrap(.incomplete) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
+        let next = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
         guard let next else { return false }
         let wait = min(next.timeIntervalSinceNow, 0.25)
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }

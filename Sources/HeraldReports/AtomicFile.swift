@@ -18,7 +18,7 @@ public final class AtomicFile {
         self.tempPath = path + ".tmp-\(getpid())"
         deflater = gzip ? try GzipDeflater(path: path) : nil
         let fd = open(tempPath, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw ReportError(path: path, errno: errno) }
         fchmod(fd, mode)   // whatever the umask says
         self.fd = fd
     }
@@ -57,7 +57,7 @@ public final class AtomicFile {
             let n = Foundation.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ReportError(path: path, why: String(cString: strerror(errno)))
+                throw ReportError(path: path, errno: errno)
             }
             offset += n
         }
@@ -66,13 +66,13 @@ public final class AtomicFile {
     /// Flushes, fsyncs and renames into place.
     public func commit() throws(ReportError) {
         try flush(finish: true)
-        guard fsync(fd) == 0 else { throw ReportError(path: path, why: String(cString: strerror(errno))) }
+        guard fsync(fd) == 0 else { throw ReportError(path: path, errno: errno) }
         close(fd)
         closed = true
         guard rename(tempPath, path) == 0 else {
-            let why = String(cString: strerror(errno))
+            let code = errno
             unlink(tempPath)
-            throw ReportError(path: path, why: why)
+            throw ReportError(path: path, errno: code)
         }
     }
 }
@@ -80,7 +80,14 @@ public final class AtomicFile {
 public struct ReportError: Error, CustomStringConvertible {
     public let path: String
     public let why: String
+    /// The `errno` of the failed call (ENOSPC: the disk is full), 0 when the failure was not a system call's.
+    public let errno: Int32
     public var description: String { "cannot write report \(path): \(why)" }
+
+    public init(path: String, why: String, errno: Int32 = 0) { self.path = path; self.why = why; self.errno = errno }
+
+    /// A failed system call, described by its `errno`.
+    init(path: String, errno code: Int32) { self.init(path: path, why: String(cString: strerror(code)), errno: code) }
 }
 
 enum CSV {

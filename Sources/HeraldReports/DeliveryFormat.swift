@@ -4,8 +4,7 @@ import HeraldState
 /// How one recipient is written in each report. Column and key names are frozen: add, never rename.
 ///
 /// Hot path (one call per recipient per file): rows are appended as bytes straight into the
-/// file's buffer, with no per-field String or JSON tree (that version ran at a third of the speed;
-/// `Benchmarks/report_bench.py` measures it).
+/// file's buffer, with no per-field String or JSON tree (`Benchmarks/report_bench.py` measures it).
 enum DeliveryFormat {
     static let deliveriesColumns = ["file", "line", "recipient_id", "token", "status", "http_status", "reason",
                                     "apns_id", "attempts", "first_attempt_at", "last_attempt_at",

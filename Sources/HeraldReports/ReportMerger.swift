@@ -20,7 +20,7 @@ public enum ReportMerger {
 
     struct Shard {
         var dir: String
-        var summary: [String: Any]
+        var summary: Summary
         var deliveries: String
     }
 
@@ -29,17 +29,20 @@ public enum ReportMerger {
         var shards: [Shard] = []
         for dir in shardDirs {
             let summaryPath = dir + "/summary.json"
-            guard let data = FileManager.default.contents(atPath: summaryPath),
-                  let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-                throw MergeError("\(summaryPath): missing or not a summary.json (is \(dir) a shard's reports directory?)")
+            guard let data = FileManager.default.contents(atPath: summaryPath) else {
+                throw MergeError("\(summaryPath): missing (is \(dir) a shard's reports directory?)")
+            }
+            let summary: Summary
+            do { summary = try Summary(summaryJSON: data) } catch {
+                throw MergeError("\(summaryPath): not a summary.json herald wrote (\(Self.decodingProblem(error)))")
             }
             let candidates = [dir + "/deliveries.ndjson", dir + "/deliveries.ndjson.gz"]
             guard let deliveries = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
                 throw MergeError("\(dir): no deliveries.ndjson or deliveries.ndjson.gz (written by herald 0.8 and later)")
             }
-            shards.append(Shard(dir: dir, summary: object, deliveries: deliveries))
+            shards.append(Shard(dir: dir, summary: summary, deliveries: deliveries))
         }
-        let campaigns = Set(shards.map { $0.summary["campaign"] as? String ?? "" })
+        let campaigns = Set(shards.map(\.summary.campaign))
         guard campaigns.count == 1, let campaign = campaigns.first else {
             throw MergeError("the directories hold reports of different campaigns (\(campaigns.sorted().joined(separator: ", "))): merge the shards of one campaign")
         }
@@ -85,40 +88,49 @@ public enum ReportMerger {
         }
         try invalid.commit()
 
-        func int(_ s: Shard, _ key: String, in dict: String? = nil) -> Int {
-            let source = dict.flatMap { s.summary[$0] as? [String: Any] } ?? s.summary
-            return (source[key] as? NSNumber)?.intValue ?? 0
-        }
-        func double(_ s: Shard, _ key: String) -> Double { (s.summary[key] as? NSNumber)?.doubleValue ?? 0 }
         let distinct = byStatus.values.reduce(0, +)
-        let duplicates = shards.reduce(0) { $0 + int($1, "duplicates", in: "counts") }
+        let duplicates = shards.reduce(0) { $0 + $1.summary.duplicates }
         var figures = RunFigures()
-        figures.activeSeconds = shards.map { double($0, "duration_seconds") }.max() ?? 0
-        figures.counters.retries = shards.reduce(0) { $0 + int($1, "retries") }
-        figures.counters.connectionsOpened = shards.reduce(0) { $0 + int($1, "connections_opened") }
-        figures.counters.jwtsSigned = shards.reduce(0) { $0 + int($1, "jwts_signed") }
-        figures.counters.throttleDeferrals = shards.reduce(0) { $0 + int($1, "throttle_deferrals") }
-        let exitCodes = shards.compactMap { ($0.summary["exit_code"] as? NSNumber)?.intValue }
+        figures.activeSeconds = shards.map(\.summary.figures.activeSeconds).max() ?? 0
+        figures.counters.retries = shards.reduce(0) { $0 + $1.summary.figures.counters.retries }
+        figures.counters.connectionsOpened = shards.reduce(0) { $0 + $1.summary.figures.counters.connectionsOpened }
+        figures.counters.jwtsSigned = shards.reduce(0) { $0 + $1.summary.figures.counters.jwtsSigned }
+        figures.counters.throttleDeferrals = shards.reduce(0) { $0 + $1.summary.figures.counters.throttleDeferrals }
+        let exitCodes = shards.compactMap(\.summary.figures.lastExitCode)
         figures.lastExitCode = exitCodes.count == shards.count ? exitCodes.max() : nil
-        let started = shards.compactMap { $0.summary["started_at"] as? String }.min() ?? ""
-        let finished = shards.map { $0.summary["finished_at"] as? String }
-        let runIds = shards.map { $0.summary["run_id"] as? String ?? "" }
+        let started = shards.map(\.summary.startedAt).filter { !$0.isEmpty }.min() ?? ""
+        let finished = shards.map(\.summary.finishedAt)
+        let runIds = shards.map(\.summary.runId)
         var statuses: [RecipientStatus: Int] = [:]
         for s in RecipientStatus.allCases { statuses[s] = byStatus[s] ?? 0 }
-        let rate = shards.reduce(0.0) { $0 + double($1, "sends_per_second") }
+        let rate = shards.reduce(0.0) { $0 + ($1.summary.extra.sendsPerSecond ?? 0) }
 
         var summary = Summary(campaign: campaign, runId: "merged:" + runIds.joined(separator: ","), startedAt: started,
                               finishedAt: finished.contains(where: { $0 == nil }) ? nil : finished.compactMap { $0 }.max(),
                               rows: distinct + duplicates + seen.count, valid: distinct + duplicates, distinct: distinct,
                               invalid: seen.count, duplicates: duplicates, byStatus: statuses, byReason: byReason,
                               invalidByReason: invalidByReason,
-                              audienceChanged: shards.contains { $0.summary["audience_changed"] as? Bool == true },
-                              newRecipients: shards.reduce(0) { $0 + int($1, "new_recipients") },
-                              vanishedRecipients: shards.reduce(0) { $0 + int($1, "vanished_recipients") },
+                              audienceChanged: shards.contains { $0.summary.audienceChanged },
+                              newRecipients: shards.reduce(0) { $0 + $1.summary.newRecipients },
+                              vanishedRecipients: shards.reduce(0) { $0 + $1.summary.vanishedRecipients },
                               extra: SummaryExtras(sendsPerSecond: rate > 0 ? rate : nil), figures: figures, delivery: writer.figures)
         summary.shardRunIds = runIds
         try ReportWriter.writeSummary(summary, files: files)
         return summary
+    }
+
+    /// Which key was missing or of the wrong type, for the error message.
+    static func decodingProblem(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return "no \((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
+        case DecodingError.dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not JSON" : "\(context.codingPath.map(\.stringValue).joined(separator: ".")) is malformed"
+        default:
+            return "\(error)"
+        }
     }
 
     /// A deliveries.ndjson line back into the row it was written from.

@@ -4,8 +4,7 @@ import HeraldCore
 /// most (`reserve`), then copies bytes in with no check per byte.
 ///
 /// Why not `[UInt8]`: every `append` on an array checks uniqueness and capacity, and with one
-/// append per key, quote and comma that bookkeeping was most of the cost of a deliveries row
-/// (callgrind, 5,000 stand-in pushes: 12.5k instructions a recipient for the two files).
+/// append per key, quote and comma that bookkeeping would be most of the cost of a deliveries row.
 struct RowBuffer: ~Copyable {
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
@@ -83,7 +82,7 @@ struct RowBuffer: ~Copyable {
 }
 
 /// Finds the bytes a report field must escape or quote eight at a time: nearly every field
-/// (tokens, ids, times) has none, and a test per byte was most of the cost of writing them.
+/// (tokens, ids, times) has none, and a test per byte would be most of the cost of writing them.
 /// Bit tricks from "Bit Twiddling Hacks" (haszero, hasless): each says whether some byte of the
 /// word matches, exactly, and the byte loop after it finds which.
 enum ByteScan {

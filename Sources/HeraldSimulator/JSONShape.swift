@@ -1,8 +1,8 @@
 /// Checks that a body is one JSON object whose `aps` member is an object, on bytes.
 ///
 /// Every request that passes the header checks goes through this, so it must not allocate per
-/// value: Foundation's JSONSerialization builds the whole tree and cost the simulator a large
-/// share of its throughput. This is a validating recursive-descent scan (RFC 8259 grammar,
+/// value: Foundation's JSONSerialization builds the whole tree, which would cost the simulator a
+/// large share of its throughput. This is a validating recursive-descent scan (RFC 8259 grammar,
 /// nesting capped at 64) that remembers only whether the top-level `aps` was an object.
 enum JSONShape {
     static let maximumDepth = 64

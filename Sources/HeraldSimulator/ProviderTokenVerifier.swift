@@ -25,7 +25,7 @@ public enum ProviderTokenVerdict: Sendable, Equatable {
     }
 }
 
-/// Verifies APNs provider tokens the way Apple describes them (../shared/APNS.md §4.7):
+/// Verifies APNs provider tokens the way Apple describes them (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns):
 /// header `{"alg":"ES256","kid":"<Key ID>"}`, claims `{"iss":"<Team ID>","iat":<epoch s>}`,
 /// signature the 64-byte raw R‖S of ECDSA P-256 over SHA-256, all base64url without padding.
 /// "APNs supports only the ES256 algorithm."

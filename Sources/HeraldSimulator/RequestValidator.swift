@@ -1,8 +1,11 @@
 import Foundation
 import HeraldCore
 
-/// Apple's request rules (../shared/APNS.md §4.2–4.7), checked in a fixed order; the first
-/// failing check decides and every status comes from `APNsReasonTable`.
+/// Apple's request rules, checked in a fixed order; the first failing check decides and every
+/// status comes from `APNsReasonTable`. Sources:
+/// https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns
+/// and, for provider tokens,
+/// https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns.
 ///
 /// Apple documents no order. Ours, from the outside of the request in:
 ///  1. `:path` is `/3/device/<token>`: else 404 `BadPath`; an empty token 400 `MissingDeviceToken`.

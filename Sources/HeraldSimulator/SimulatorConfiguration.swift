@@ -47,13 +47,13 @@ public struct SimulatorConfiguration: Sendable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS once a connection is authenticated. Like Apple, a
     /// provider-token connection starts at 1 and is raised to this after its first request with a
     /// valid token ("APNs allows only one stream until you post a request with a valid
-    /// authentication token"); a certificate connection gets it at once. 1000 keeps herald's own
+    /// authentication token", https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns); a certificate connection gets it at once. 1000 keeps herald's own
     /// stream limit, not the simulator, the bottleneck.
     public var maxConcurrentStreams: Int
     /// Apple: a provider token whose `iat` is more than an hour old gets 403 `ExpiredProviderToken`.
     public var jwtMaxAgeSeconds: Int
     /// Apple: "APNs report an error if you use a new token more than once every 20 minutes on the
-    /// same connection" (429 `TooManyProviderTokenUpdates`).
+    /// same connection" (429 `TooManyProviderTokenUpdates`; https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
     public var tokenUpdateIntervalSeconds: Int
     /// Deterministic answers for chosen device tokens.
     public var tokenRules: SimulatorTokenRules

@@ -6,9 +6,9 @@ import GRDBSQLite
 /// checkpoints (claiming a batch as inflight, recording its answers).
 ///
 /// Why not GRDB's `execute(arguments:)` there: it boxes every value into a `DatabaseValue` array
-/// (and each payload into `Data`), about 4.6 µs a row, which was most of the time of ingesting a
-/// million recipients. Binding straight into the prepared statement costs about 1 µs. Everything
-/// else in HeraldState goes through GRDB.
+/// (and each payload into `Data`), several times the cost of binding straight into the prepared
+/// statement, and in these loops that boxing would be most of the time of ingesting an audience.
+/// Everything else in HeraldState goes through GRDB.
 struct RawStatement {
     let statement: Statement
     let db: Database
@@ -45,10 +45,11 @@ struct RawStatement {
     func bind(_ index: Int32, _ value: Int64?) { if let value { bind(index, value) } else { bindNull(index) } }
     func bind(_ index: Int32, _ value: Double?) { if let value { sqlite3_bind_double(handle, index, value) } else { bindNull(index) } }
 
-    /// Binds text or a blob without copying it (SQLITE_STATIC): the caller keeps `bytes` alive
-    /// and unchanged until the statement has run. A copying (SQLITE_TRANSIENT) bind frees the
-    /// previous value's buffer and mallocs a new one, under SQLite's memory-statistics mutex:
-    /// six of them a staged row were about a tenth of the append time.
+    /// Binds text or a blob without copying it (SQLITE_STATIC: "SQLite assumes that the
+    /// information is in static, unmanaged space and does not need to be freed",
+    /// https://sqlite.org/c3ref/bind_blob.html): the caller keeps `bytes` alive and unchanged
+    /// until the statement has run. A copying (SQLITE_TRANSIENT) bind frees the previous value's
+    /// buffer and mallocs a new one, under SQLite's memory-statistics mutex, six times a staged row.
     func bindStatic(_ index: Int32, text bytes: UnsafeRawBufferPointer) {
         let base = (bytes.baseAddress ?? Self.empty).assumingMemoryBound(to: CChar.self)
         sqlite3_bind_text(handle, index, base, Int32(bytes.count), Self.static)
@@ -98,7 +99,8 @@ struct RawRow {
     func optionalBytes(_ column: Int32) -> UnsafeRawBufferPointer? { isNull(column) ? nil : bytes(column) }
     /// The column's bytes (text or blob), without copying.
     func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
-        // blob first, then bytes: SQLite's documented order, no conversion in between.
+        // blob first, then bytes: SQLite's documented order, no conversion in between
+        // (https://sqlite.org/c3ref/column_blob.html).
         let base = sqlite3_column_blob(handle, column)
         return UnsafeRawBufferPointer(start: base, count: Int(sqlite3_column_bytes(handle, column)))
     }

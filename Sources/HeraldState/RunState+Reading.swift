@@ -80,17 +80,16 @@ public struct DeliveryColumns {
 extension RunState {
     /// Streams recipients in audience order (a cursor: memory does not grow with the audience).
     /// Columns are read by position through `RawStatement`: GRDB's `Row` finds each column by
-    /// name (a dictionary lookup per field), which was a tenth of `herald report`'s CPU time.
+    /// name, a dictionary lookup per field of every row.
     /// The run's rows are read as a range of the table itself, already in `seq` order: with
-    /// `run = ?` alone SQLite picked the status index and sorted every row in a temporary
-    /// B-tree (the query alone at 300k recipients: 0.50 CPU s, 0.38–0.51 as a range).
+    /// `run = ?` alone SQLite may pick an index and sort every row in a temporary B-tree.
     public func forEachDelivery(_ body: (DeliveryRow) throws -> Void) throws(StateError) {
         try forEachDeliveryColumns { c in try body(DeliveryRow(c)) }
     }
 
     /// `forEachDelivery` without a String per field: the report writers copy each column's bytes
-    /// straight from SQLite into their buffers (the Strings, made and freed again, were a sixth
-    /// of writing the reports).
+    /// straight from SQLite into their buffers, instead of a String per field made and freed again
+    /// for every row.
     public func forEachDeliveryColumns(_ body: (DeliveryColumns) throws -> Void) throws(StateError) {
         try read { db in
             let rows = try RawStatement(db, sql: """

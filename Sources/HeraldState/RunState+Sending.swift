@@ -66,7 +66,7 @@ extension RunState {
         // (recipient_run), due retries through the flagged status index. An OR across statuses
         // would walk every answered row on every claim, quadratic in the audience.
         // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
-        // column name cost more than the UPDATE itself, once per recipient per attempt.
+        // column name would cost more than the UPDATE itself, once per recipient per attempt.
         let mark = try Self.claimMark(db, run: id)
         var out: [ClaimedRecipient] = []
         out.reserveCapacity(limit)
@@ -115,8 +115,8 @@ extension RunState {
             through = max(through, last)
         }
         if !out.isEmpty || through != mark {
-            // Cached, like every statement of a commit: preparing it again each time was about a
-            // twentieth of the commit's CPU.
+            // Cached, like every statement of a commit: it runs on every commit, and preparing it
+            // again each time is parsing and planning the same SQL again.
             try db.cachedStatement(sql: "UPDATE run SET claimed_through = ?, claimed_at = ? WHERE id = ?")
                 .execute(arguments: [through, Timestamp.iso(now), id])
         }
@@ -173,7 +173,7 @@ extension RunState {
                 """)
             // A batch's answers share a few claim times: each is formatted once, into a buffer
             // SQLite reads in place. The status is a constant and the reason nearly always empty:
-            // neither is copied either (three copying binds were a tenth of this loop).
+            // neither is copied either (a copying bind mallocs and frees: `RawStatement.bindStatic`).
             let stamp = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
             defer { update.clearBindings(); stamp.deallocate() }
             var stampedAt: Date?

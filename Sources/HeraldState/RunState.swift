@@ -10,7 +10,8 @@ public struct RunState: Sendable {
 
     /// The condition of the partial status index `recipient_flagged`: every status but pending
     /// and sent. SQLite uses a partial index only for a query whose WHERE repeats this term word
-    /// for word, so a query for retries, rows in flight or failures says `AND \(flagged)`.
+    /// for word (https://sqlite.org/partialindex.html, "Queries Using Partial Indexes"), so a
+    /// query for retries, rows in flight or failures says `AND \(flagged)`.
     /// Pending and sent rows are found through the run's seqs (`recipient_run`).
     static let flagged = "status NOT IN ('pending', 'sent')"
 
@@ -33,16 +34,17 @@ public struct RunState: Sendable {
 
     /// Marks the run finished and drops its staged rows: every recipient is final, so no payload
     /// will be sent again, and a recurring campaign's state file would otherwise keep every
-    /// run's rendered payloads (about 300 MB a million recipients). Recipients keep their
+    /// run's rendered payloads (hundreds of MB a million recipients). Recipients keep their
     /// (now dangling) `row` number; only claiming and the suppression check join on it, and
     /// neither runs for a finished run.
     public func finish(now: Date = Date()) throws(StateError) {
         try write { db in
             try db.execute(sql: "UPDATE run SET finished_at = ? WHERE id = ?", arguments: [Timestamp.iso(now), id])
             // The staged rows are normally this run's alone: then the table is emptied whole, which
-            // SQLite does page by page (its truncate optimization) instead of row by row (row by row
-            // was 2 % of a 100k-recipient run's CPU). The check reads one column of each row, a
-            // small part of what the deletion costs.
+            // SQLite does page by page instead of row by row ("uses an optimization to erase the
+            // entire table content without having to visit each row of the table individually",
+            // https://sqlite.org/lang_delete.html#the_truncate_optimization). The check reads one
+            // column of each row, a small part of what a row-by-row deletion costs.
             let othersStaged = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM audience_row WHERE run != ?)", arguments: [id]) ?? true
             if othersStaged {
                 try db.execute(sql: "DELETE FROM audience_row WHERE run = ?", arguments: [id])
@@ -174,8 +176,8 @@ public struct RunState: Sendable {
     /// The first pass: every staged row whose token no earlier row has becomes a recipient, in
     /// audience order (rowid order, so no sort; the NOT IN is a rowid seek in the temp table).
     /// The duplicates' rows stay staged, unreferenced, until the run finishes (or a new pass
-    /// prunes them): deleting them, scattered as they are, dirtied most pages of the table and
-    /// rewrote it through the WAL, half the CPU time of deduplication.
+    /// prunes them): deleting them, scattered as they are, would dirty most pages of the table and
+    /// rewrite it through the WAL.
     static func settleFirstPass(run: Int64, scratchDirectory: String, db: Database,
                                 tokenKey: (UnsafeRawBufferPointer) -> TokenKey = TokenKey.init(hex:)) throws {
         let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
@@ -197,13 +199,13 @@ public struct RunState: Sendable {
     /// (other lengths) a row is listed only if its token text equals an earlier row's, looked up,
     /// so a key collision can never drop a recipient. Returns the number of duplicates listed.
     ///
-    /// Why exact keys: with 128-bit hashes for every token, looking up both token texts of each
-    /// duplicate (random pages of a table far larger than the page cache) cost 0.6 CPU s a million
-    /// rows at 5 % duplicates, more than the sort.
+    /// Why exact keys: with 128-bit hashes for every token, both token texts of each duplicate
+    /// would have to be looked up (random pages of a table far larger than the page cache), which
+    /// costs more than the sort.
     ///
     /// Why not SQL (an index on token, then GROUP BY; or `ORDER BY token`): both sort whole
-    /// records carrying the 64-character token text, about three times the CPU time of sorting
-    /// 48-byte (key, row) entries here.
+    /// records carrying the 64-character token text, several times the work of sorting 48-byte
+    /// (key, row) entries here.
     /// `tokenKey` is a parameter only so that a test can make every key collide.
     static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database,
                                   tokenKey: (UnsafeRawBufferPointer) -> TokenKey) throws -> Int {

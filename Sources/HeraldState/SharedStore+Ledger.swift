@@ -18,7 +18,7 @@ public enum SilentBudgetDecision: Sendable, Equatable {
 
 /// The silent-push ledger: every background push that any campaign of the state directory sends,
 /// per device token, so that `throttle.silent_per_device_per_hour` holds across campaigns
-/// (Apple: "don't try to send more than two or three per hour", APNS.md §4.5).
+/// (Apple: "don't try to send more than two or three per hour", https://developer.apple.com/documentation/usernotifications/pushing-background-updates-to-your-app).
 ///
 /// Crash safety: an entry is committed (synchronous=FULL) before the push leaves. A crash between
 /// the commit and the send leaves a reserved slot that was never used, which only delays that

@@ -52,14 +52,15 @@ enum StateSchema {
                 """)
         }
         // Several runs per state file: a recurring (`{date}`) campaign or `--new-run` starts a new run
-        // of the same job, each with its own recipients (SQLite cannot drop a UNIQUE constraint in
-        // place, so the table is rebuilt, rows kept).
+        // of the same job, each with its own recipients. The token's UNIQUE constraint cannot be
+        // dropped in place ("SQLite supports a limited subset of ALTER TABLE",
+        // https://sqlite.org/lang_altertable.html), so the table is rebuilt, rows kept.
         //
         // Deduplication moves out of the insert path: audience rows are appended to `audience_row`
         // (no index, so each batch commit writes a few sequential pages), and when the audience is
         // fully read one statement keeps each token's first row, in audience order, through an
-        // index built by sorting. A unique index on random tokens, maintained row by row, touched
-        // one index page per row in every batch commit and capped ingest near 15,000 rows/s.
+        // index built by sorting. A unique index on random tokens, maintained row by row, would
+        // touch one index page per row in every batch commit.
         //
         // The rendered row stays where it was staged: a recipient points at it (`row`) for its
         // payload and, when the job templates them, its own `priority`, `collapse_id` and
@@ -134,7 +135,7 @@ enum StateSchema {
                 );
                 """)
         }
-        // Reports (issue 8): per recipient the development-only `apns-unique-id` and the last
+        // Reports: per recipient the development-only `apns-unique-id` and the last
         // attempt's latency; per staged row the audience's `registered_at` (ms since the epoch), which
         // the suppression list compares with a 410's timestamp; per run what the recipient rows cannot
         // give back (time spent sending over all invocations, the sending stage's counters, the last
@@ -157,11 +158,10 @@ enum StateSchema {
         // Claiming by high-water mark (`claimed_through`): the streaming sender claims pending
         // recipients in audience order, so "claimed and not yet answered" is "pending, with a seq at
         // or below the mark". One number per claim is committed instead of one `inflight` UPDATE per
-        // recipient, which moved the row in the status index and, with the answer's UPDATE, was
-        // about half the state file's cost of a send. An attempt is now counted when its answer is
-        // recorded, or when a crash left its outcome unknown (`recoverInflight`). Rows a version-3
-        // run left `inflight` had their attempt counted when claimed: they become pending, as that
-        // version's resume did.
+        // recipient, which would move each row in the status index once more per send. An attempt
+        // is counted when its answer is recorded, or when a crash left its outcome unknown
+        // (`recoverInflight`). Rows a version-3 run left `inflight` had their attempt counted when
+        // claimed: they become pending, as that version's resume did.
         m.registerMigration("4-claim-watermark") { db in
             try db.execute(sql: """
                 ALTER TABLE run ADD COLUMN claimed_through INTEGER NOT NULL DEFAULT 0;
@@ -169,12 +169,12 @@ enum StateSchema {
                 UPDATE recipient SET status = 'pending' WHERE status = 'inflight';
                 """)
         }
-        // The status index without the two statuses nearly every row has (`RunState.flagged`):
-        // recording a `sent` answer moved its row from the index's pending range to its sent range,
-        // two B-tree changes per push and the largest part of a checkpoint's cost. Pending and sent
-        // rows are found by the run's range of seqs instead (`recipient_run`, which recording never
-        // changes); the index keeps what queries look for by status: retries, rows in flight,
-        // failures, and the few other final statuses.
+        // The status index without the two statuses nearly every row has (`RunState.flagged`, a
+        // partial index: https://sqlite.org/partialindex.html). With them indexed, recording a
+        // `sent` answer moves its row from the index's pending range to its sent range, two B-tree
+        // changes per push. Pending and sent rows are found by the run's range of seqs instead
+        // (`recipient_run`, which recording never changes); the index keeps what queries look for
+        // by status: retries, rows in flight, failures, and the few other final statuses.
         m.registerMigration("5-flagged-status-index") { db in
             try db.execute(sql: """
                 DROP INDEX recipient_status;

@@ -6,7 +6,9 @@ import HeraldCore
 ///
 /// Crash safety is the product: a recipient is committed as `inflight` before its request leaves and
 /// its answer is committed after, in batches (one transaction per batch, so SQLite is not the
-/// bottleneck). WAL with `synchronous=FULL` makes each commit survive a power loss, not only a crash.
+/// bottleneck). WAL with `synchronous=FULL` makes each commit survive a power loss, not only a crash:
+/// "The extra WAL sync following each transaction helps ensure that transactions are durable
+/// across a power loss" (https://sqlite.org/pragma.html#pragma_synchronous).
 public final class StateStore: SQLiteStore, Sendable {
     public let path: String
     let db: DatabaseQueue
@@ -22,12 +24,12 @@ public final class StateStore: SQLiteStore, Sendable {
         self.path = path
         do {
             // A bounded page cache (8 MiB). Appends, the claim index and the report scan are all
-            // sequential, so a larger cache bought nothing: at 32 MiB a 200k-recipient run peaked
-            // at 145 MiB RSS, at 8 MiB at 87 MiB, and ran faster.
-            // 8 KiB pages (new files; SQLite's default is 4 KiB): staged rows and recipients are
-            // appended and read in bulk, and half as many pages is half the per-page work (WAL
-            // frames, page reads, B-tree balancing): ingesting a million rows took 0.3 CPU s less,
-            // and the send checkpoints no more. 16 KiB gained no more; 64 KiB lost.
+            // sequential, so a larger cache only adds memory: it does not make them faster.
+            // 8 KiB pages (new files only: a page size "is used to set the page size when the
+            // database is first created", https://sqlite.org/pragma.html#pragma_page_size;
+            // SQLite's default is 4 KiB): staged rows and recipients are appended and read in
+            // bulk, and half as many pages is half the per-page work (WAL frames, page reads,
+            // B-tree balancing). Larger pages gain nothing more.
             db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no state file yet: the campaign has never run",
                                      synchronousFull: durability == .full, cacheKiB: 8192, pageSize: 8192, busyTimeout: 5)
             if !readOnly {
@@ -155,8 +157,8 @@ public struct IngestBatch: Sendable {
 
 enum Timestamp {
     /// `2026-11-22T02:48:30.423Z` (UTC, milliseconds). Written by hand: the send loop stamps every
-    /// claim with it, and a new ISO8601DateFormatter per call (ICU set-up) was 2.5–4 % of herald's
-    /// CPU time in the stand-in benchmark; a shared formatter would need a lock.
+    /// claim with it, and a new ISO8601DateFormatter per call would set up ICU every time; a shared
+    /// formatter would need a lock.
     static func iso(_ d: Date) -> String {
         let ms = Int64((d.timeIntervalSince1970 * 1000).rounded())
         var seconds = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)

@@ -14,7 +14,8 @@ struct Herald: ParsableCommand {
                   guard: sandbox/production or topic mismatch): fix, rerun
               4   incomplete: rerun the same command to resume (signal, retries
                   exhausted or retry.max_elapsed, throttle.deadline, silent-push budget
-                  deferrals, APNs server certificate not verified: check apns.ca_file)
+                  deferrals, APNs server certificate not verified: check apns.ca_file,
+                  a full disk or another storage failure of the state or report files)
               5   too many invalid audience rows (audience.max_invalid_rows)
               75  another run holds the campaign's lock: try again later
             """,

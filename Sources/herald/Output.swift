@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldPipeline
@@ -7,6 +8,14 @@ import HeraldReports
 enum Output {
     static func error(_ message: String) {
         FileHandle.standardError.write(Data("herald: error: \(message)\n".utf8))
+    }
+
+    /// Prints a command's failure and gives its exit code, both from `RunFailure(_:during:)`,
+    /// the one mapping of failures to exit codes.
+    static func fail(_ error: any Error, during stage: RunStage, line: (String) -> Void = Output.error) -> ExitCode {
+        let failure = RunFailure(error, during: stage)
+        line(failure.message)
+        return ExitCode(failure.status.rawValue)
     }
 
     static func number(_ n: Int) -> String {

@@ -66,8 +66,7 @@ struct ReportCommand: ParsableCommand {
             let spec = try JobLoader.load(path: paths[0], overrides: JobOverrides(statePath: state, reportsDir: reports))
             written = try CampaignReports.regenerate(spec: spec, runId: runId)
         } catch {
-            Output.error("\(error)")
-            throw ExitCode(ExitStatus.usage.rawValue)
+            throw Output.fail(error, during: .preparing)
         }
         let s = written.summary
         var lines = ["campaign  \(s.campaign)  (run \(s.runId))"]
@@ -83,8 +82,7 @@ struct ReportCommand: ParsableCommand {
         do {
             summary = try ReportMerger.merge(shardDirs: paths, into: out, compress: compress)
         } catch {
-            Output.error("\(error)")
-            throw ExitCode(ExitStatus.usage.rawValue)
+            throw Output.fail(error, during: .preparing)
         }
         var lines = ["campaign  \(summary.campaign)  (\(paths.count) shard(s) merged)"]
         lines.append("delivery  " + RecipientStatus.allCases.map { "\(Output.number(summary.count($0))) \($0.rawValue)" }.joined(separator: ", "))

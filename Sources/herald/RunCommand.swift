@@ -18,7 +18,7 @@ struct RunCommand: ParsableCommand {
 
             Exit codes: 0 finished; 2 usage, configuration or audience error before sending; 3 aborted by a fatal \
             APNs error (fix the configuration, rerun); 4 incomplete, rerun to resume (signal, retries exhausted, \
-            deadline); 5 too many invalid rows; 75 another run holds the campaign's lock.
+            deadline, a full disk); 5 too many invalid rows; 75 another run holds the campaign's lock.
             """
     )
 
@@ -109,8 +109,7 @@ struct RunCommand: ParsableCommand {
                     + "again what those runs sent. Run it as it was started, or move those state files away to start over")
             }
         } catch {
-            errorLine("\(error)")
-            throw ExitCode(ExitStatus.usage.rawValue)
+            throw Output.fail(error, during: .preparing, line: errorLine)
         }
         logger[metadataKey: "campaign"] = .string(spec.campaign)
         if let shard { logger[metadataKey: "shard"] = .string(shard.description) }

@@ -35,8 +35,7 @@ struct StatusCommand: ParsableCommand {
             let spec = try Shard.resolve(option: shard, environment: ProcessInfo.processInfo.environment).map { $0.apply(to: loaded) } ?? loaded
             status = try CampaignStatus.read(spec: spec)
         } catch {
-            Output.error("\(error)")
-            throw ExitCode(ExitStatus.usage.rawValue)
+            throw Output.fail(error, during: .preparing)
         }
         let text = json ? Self.json(status) : Self.text(status)
         FileHandle.standardOutput.write(Data(text.utf8))

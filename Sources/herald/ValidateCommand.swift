@@ -29,17 +29,11 @@ struct ValidateCommand: ParsableCommand {
 
     func run() throws {
         let result: AudienceScanResult
-        do throws(RunFailure) {
-            let spec: JobSpec
-            do {
-                spec = try JobLoader.load(path: job)
-            } catch {
-                throw RunFailure(.usage, "\(error)")
-            }
+        do {
+            let spec = try JobLoader.load(path: job)
             result = try AudienceScan(spec: spec, depth: parseOnly ? .parseOnly : .full).run()
         } catch {
-            Output.error(error.message)
-            throw ExitCode(error.status.rawValue)
+            throw Output.fail(error, during: .preparing)
         }
         let text = json ? ValidateReport.json(result) : ValidateReport.text(result)
         FileHandle.standardOutput.write(Data(text.utf8))

@@ -3,7 +3,9 @@ import HeraldCore
 import HeraldPayload
 import Testing
 
-/// Apple's Examples 1–5 ("The Remote Notification Payload", ../shared/payload-docs/003_*.txt),
+/// Apple's Examples 1–5 of "The Remote Notification Payload" in the Local and Remote Notification
+/// Programming Guide (https://developer.apple.com/library/ios/documentation/NetworkingInternet/Conceptual/RemoteNotificationsPG/Chapters/TheNotificationPayload.html,
+/// now archived; its successor is https://developer.apple.com/documentation/usernotifications/generating-a-remote-notification),
 /// copied verbatim: a template without placeholders must come out as the same JSON, keys in order.
 enum AppleExamples {
     static let all: [(name: String, text: String)] = [
