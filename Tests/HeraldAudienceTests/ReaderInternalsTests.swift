@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import HeraldAudience
 import HeraldCore
+import HeraldTestSupport
 
 /// Checks of the shortcuts the reader takes for speed against the definitions they stand in for.
 @Suite struct ReaderInternalsTests {
@@ -80,10 +81,10 @@ import HeraldCore
     /// parallel, so a plain count would be flaky).
     /// The read-ahead thread lets go of its file a moment after the reader does; wait up to 2 s.
     func descriptorsAfterSettling(of path: String) throws -> Int {
-        var open = try descriptors(of: path)
-        for _ in 0..<100 where open > 0 {
-            Thread.sleep(forTimeInterval: 0.02)
+        var open = 0
+        try waitUntil(timeout: 2) {
             open = try descriptors(of: path)
+            return open == 0
         }
         return open
     }

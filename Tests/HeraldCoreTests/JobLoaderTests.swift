@@ -85,7 +85,7 @@ import Testing
         #expect(error.message.contains("key file that does not exist: ../keys/AuthKey_NOPE.p8"))
     }
 
-    @Test func proxyOnceReservedIsNowParsed() throws {
+    @Test func aProxyURLIsParsedAsAnHTTPProxy() throws {
         let path = try setup(Self.minimal.replacingOccurrences(of: "  auth: {", with: "  proxy: http://proxy:3128\n  auth: {"))
         #expect(try JobLoader.load(path: path).apns.proxy == .http(url: "http://proxy:3128", userEnv: nil, passwordEnv: nil))
     }

@@ -5,7 +5,7 @@ import HeraldTestSupport
 import Testing
 
 /// `TCPCork` on a real TCP connection over 127.0.0.1: the option is set and cleared on the
-/// socket, and the bytes written while corked all reach the peer once it is cleared.
+/// socket, the bytes written while corked stay on the writer's side, and clearing it sends them.
 @Suite struct TCPCorkTests {
     /// A connected (client, server) pair of TCP sockets on 127.0.0.1.
     func connectedPair() throws -> (Int32, Int32) {
@@ -43,21 +43,68 @@ import Testing
         #expect(TCPCork.isSet(client) == false)
     }
 
-    @Test func everythingWrittenWhileCorkedArrivesAfterUncorking() throws {
+    /// Bytes the kernel holds in `fd`'s send queue, not yet sent (SIOCOUTQNSD, Linux).
+    func unsentBytes(_ fd: Int32) -> Int32 {
+        var n: Int32 = -1
+        _ = ioctl(fd, UInt(0x894B), &n)   // SIOCOUTQNSD from <linux/sockios.h>
+        return n
+    }
+
+    /// Bytes waiting to be read on `fd` (FIONREAD), without reading them.
+    func readableBytes(_ fd: Int32) -> Int32 {
+        var n: Int32 = -1
+        _ = ioctl(fd, UInt(FIONREAD), &n)
+        return n
+    }
+
+    /// While corked, small writes stay in the writer's send queue and the peer has nothing to
+    /// read; uncorking sends them at once. Uncorked, the same writes leave as they are made.
+    /// The kernel sends a corked partial segment anyway after 200 ms, so an attempt whose checks
+    /// came later than 100 ms after the first write is repeated on a fresh connection.
+    @Test func bytesWrittenWhileCorkedLeaveOnlyWhenUncorked() throws {
+        let message = Array("HEADERS DATA WINDOW_UPDATE".utf8)
+        let total = Int32(message.count * 3)
+        var checked = false
+        for _ in 0..<5 where !checked {
+            let (client, server) = try connectedPair()
+            defer { close(client); close(server) }
+            TCPCork.set(client, true)
+            let firstWrite = Date()
+            for _ in 0..<3 { #expect(send(client, message, message.count, 0) == message.count) }
+            let unsent = unsentBytes(client)
+            var peer = pollfd(fd: server, events: Int16(POLLIN), revents: 0)
+            let peerReadable = poll(&peer, 1, 0)
+            let arrived = readableBytes(server)
+            guard Date().timeIntervalSince(firstWrite) < 0.1 else { continue }   // past the cork's ceiling
+            checked = true
+            #expect(unsent == total, "corked: all \(total) bytes wait in the send queue (\(unsent) do)")
+            #expect(peerReadable == 0 && arrived == 0, "corked: the peer has nothing to read (\(arrived) bytes)")
+
+            // Clearing the option pushes the queued segment out within the setsockopt call.
+            TCPCork.set(client, false)
+            let left = unsentBytes(client)
+            #expect(left == 0, "uncorked: the queue is sent at once (\(left) bytes left)")
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 256)
+            while received.count < message.count * 3 {
+                let n = recv(server, &buffer, buffer.count, 0)
+                try #require(n > 0)
+                received += buffer[0..<n]
+            }
+            #expect(received == message + message + message)
+        }
+        #expect(checked, "five attempts each took over 100 ms between the first write and the checks")
+    }
+
+    /// The control for the test above: the same writes without the cork leave at once.
+    @Test func bytesWrittenUncorkedLeaveAsTheyAreMade() throws {
         let (client, server) = try connectedPair()
         defer { close(client); close(server) }
-        TCPCork.set(client, true)
         let message = Array("HEADERS DATA WINDOW_UPDATE".utf8)
         for _ in 0..<3 { #expect(send(client, message, message.count, 0) == message.count) }
-        TCPCork.set(client, false)
-        var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while received.count < message.count * 3 {
-            let n = recv(server, &buffer, buffer.count, 0)
-            try #require(n > 0)
-            received += buffer[0..<n]
-        }
-        #expect(received == message + message + message)
+        #expect(waitUntil(timeout: 5) { readableBytes(server) == Int32(message.count * 3) },
+                "uncorked: the peer can read every byte (\(readableBytes(server)))")
+        #expect(unsentBytes(client) == 0)
     }
 
     @Test func leavesNonSocketsAndMissingSocketsAlone() throws {

@@ -160,10 +160,9 @@ enum RequestLog {
     /// Polls until the log has `count` lines or `running` turns false (at most a minute).
     static func wait(for count: Int, in path: String, while running: () -> Bool) -> Int {
         var seen = 0
-        for _ in 0..<3000 {
+        waitUntil(timeout: 60, pollInterval: 0.02) {
             seen = lineCount(path)
-            if seen >= count || !running() { break }
-            usleep(20_000)
+            return seen >= count || !running()
         }
         return seen
     }

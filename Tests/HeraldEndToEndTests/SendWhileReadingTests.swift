@@ -48,9 +48,10 @@ import Testing
         _ = try p.waitForLine(prefix: "herald-test: stalled at")
         let seen = RequestLog.wait(for: 2_000, in: log) { p.process.isRunning }
         #expect(seen >= 2_000, "pushes leave before the audience is read (\(seen) answered while the reader is stalled)")
-        usleep(300_000)
-        let stalledAt = RequestLog.lineCount(log)
+        // The sender runs out of recorded recipients once the 4,096 of the four batches are answered.
+        let stalledAt = RequestLog.wait(for: 4 * 1_024, in: log) { p.process.isRunning }
         #expect(stalledAt <= 4 * 1_024, "only recorded recipients are sent (\(stalledAt))")
+        #expect(stalledAt == 4 * 1_024, "every recorded recipient is sent while the reader is stalled (\(stalledAt))")
         p.kill9()
 
         // Killed again mid-send, further on.

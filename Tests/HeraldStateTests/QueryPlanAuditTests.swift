@@ -105,7 +105,7 @@ import Testing
                 // Two read one end of `recipient_run` (SQLite's min/max optimization, EXISTS
                 // stopping at the first row), though their plans name the run's whole range.
                 let oneEnd = ["SELECT MAX(seq) FROM recipient WHERE run = ?", "SELECT EXISTS (SELECT 1 FROM recipient WHERE run = ?)"]
-                let marked = sql.hasPrefix(RunState.walksRun) || oneEnd.contains(sql)
+                let marked = sql.drop(while: { $0.isWhitespace }).hasPrefix(RunState.walksRun) || oneEnd.contains(sql)
                 if let walk = Self.walk(in: detail, marked: marked) { walks.append("\(walk)\n    in: \(sql)") }
                 // PLAN_DUMP=1 swift test --filter QueryPlanAudit prints every plan.
                 if ProcessInfo.processInfo.environment["PLAN_DUMP"] != nil { print("PLAN", detail, "\n   ", sql) }
@@ -114,11 +114,47 @@ import Testing
         #expect(walks.isEmpty, "\(walks.count) statement(s) walk every recipient:\n\(walks.joined(separator: "\n"))")
     }
 
-    /// Statements that read or change recipients (not schema changes, not pragmas).
+    /// Statements that read or change recipients (not schema changes, not pragmas). Leading
+    /// comments (the `walksRun` marker among them) are skipped first: a marked statement is
+    /// explained like any other, only its walk of the run is allowed.
     static func about(recipients sql: String) -> Bool {
-        let s = sql.trimmingCharacters(in: .whitespacesAndNewlines).uppercased()
+        let s = withoutLeadingComments(sql).uppercased()
         guard s.hasPrefix("SELECT") || s.hasPrefix("UPDATE") || s.hasPrefix("DELETE") || s.hasPrefix("INSERT") else { return false }
         return s.contains("RECIPIENT")
+    }
+
+    /// The statement after its leading `/* … */` and `-- …` comments and whitespace.
+    static func withoutLeadingComments(_ sql: String) -> Substring {
+        var s = Substring(sql)
+        while true {
+            s = s.drop { $0.isWhitespace }
+            if s.hasPrefix("/*") {
+                guard let end = s.range(of: "*/") else { return "" }
+                s = s[end.upperBound...]
+            } else if s.hasPrefix("--") {
+                guard let end = s.firstIndex(of: "\n") else { return "" }
+                s = s[s.index(after: end)...]
+            } else {
+                return s
+            }
+        }
+    }
+
+    @Test func aMarkedStatementIsAboutRecipients() {
+        #expect(Self.about(recipients: "\(RunState.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ?"))
+        #expect(Self.about(recipients: "  -- a note\n /* two */ /* comments */\nUPDATE recipient SET status = 'sent'"))
+        #expect(!Self.about(recipients: "\(RunState.walksRun) CREATE INDEX recipient_token ON recipient(run, token)"))
+        #expect(!Self.about(recipients: "/* unterminated SELECT * FROM recipient"))
+    }
+
+    @Test func aMarkedStatementMayWalkItsRunButNotTheTable() {
+        let run = ["SEARCH recipient USING INDEX recipient_run (run=?)"]
+        #expect(Self.walk(in: run, marked: false) != nil)
+        #expect(Self.walk(in: run, marked: true) == nil)
+        for scan in ["SCAN recipient", "SCAN r", "SCAN recipient USING COVERING INDEX recipient_run"] {
+            #expect(Self.walk(in: [scan], marked: true) == scan)
+            #expect(Self.walk(in: [scan], marked: false) == scan)
+        }
     }
 
     /// The step of a plan that reads more than the rows it is after: a scan of the recipient table

@@ -22,11 +22,15 @@ public enum ProcessRunner {
         try p.run()
         // Read both pipes concurrently with the process so a chatty child cannot block on a full pipe.
         let errData = LockedData()
-        let reader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
+        let errRead = DispatchSemaphore(value: 0)
+        let reader = Thread {
+            errData.set(err.fileHandleForReading.readDataToEndOfFile())
+            errRead.signal()
+        }
         reader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        while !errData.isSet { usleep(1000) }
+        errRead.wait()
         return Result(status: p.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                       stderr: String(decoding: errData.value, as: UTF8.self))
     }
@@ -47,8 +51,6 @@ final class LockedData: @unchecked Sendable {
     // @unchecked: every access goes through `lock`.
     private let lock = NSLock()
     private var data = Data()
-    private var done = false
-    func set(_ d: Data) { lock.lock(); data = d; done = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return done }
+    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
     var value: Data { lock.lock(); defer { lock.unlock() }; return data }
 }
