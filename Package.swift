@@ -1,6 +1,8 @@
 // swift-tools-version:6.1
-// herald: a bulk push-campaign runner for APNs. One module per pipeline stage;
-// dependencies point one way: Core <- Job/Audience/Payload/State/Delivery/Reports <- Pipeline <- herald.
+// herald: a bulk push-campaign runner for APNs. One module per pipeline stage; dependencies point
+// one way: Core <- Job, Audience, Payload, State, Delivery, Simulator; State <- Reports <- Operations;
+// all of them <- Pipeline <- herald. Each target declares exactly the modules its files import
+// (docs/architecture.md has the diagram and the check).
 import PackageDescription
 
 let package = Package(
@@ -31,6 +33,9 @@ let package = Package(
         .target(name: "CCurlNghttp2"),
 
         .target(name: "HeraldCore"),
+        // Instrumentation that only tests switch on (HERALD_TEST_STALL_AT): inert otherwise, and
+        // kept out of the stages' own types.
+        .target(name: "HeraldTestHooks"),
         .target(name: "HeraldJob", dependencies: [
             "HeraldCore", .product(name: "Yams", package: "Yams"),
         ]),
@@ -40,7 +45,7 @@ let package = Package(
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlNghttp2"]),
-        .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "CZlib"]),
+        .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "HeraldTestHooks", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -50,14 +55,22 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "X509", package: "swift-certificates"),
         ]),
+        // What an operator sees and steers beside a run: log lines and their redaction, progress,
+        // the metrics file, sharding.
+        .target(name: "HeraldOperations", dependencies: [
+            "HeraldCore", "HeraldState", "HeraldReports",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .target(name: "HeraldPipeline", dependencies: [
             "HeraldCore", "HeraldJob", "HeraldAudience", "HeraldPayload", "HeraldState",
-            "HeraldDelivery", "HeraldReports", "HeraldSimulator",
+            "HeraldDelivery", "HeraldReports", "HeraldSimulator", "HeraldOperations", "HeraldTestHooks",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .executableTarget(name: "herald", dependencies: [
-            "HeraldPipeline", "HeraldSimulator", "HeraldJob", "HeraldCore", "HeraldAudience", "HeraldPayload",
+            "HeraldPipeline", "HeraldOperations", "HeraldSimulator", "HeraldJob", "HeraldCore", "HeraldAudience", "HeraldPayload",
+            "HeraldState", "HeraldReports",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -71,7 +84,7 @@ let package = Package(
         .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJob", "HeraldTestSupport"]),
         .testTarget(name: "HeraldAudienceTests", dependencies: ["HeraldAudience", "HeraldTestSupport"]),
         .testTarget(name: "HeraldPayloadTests", dependencies: ["HeraldPayload", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldStateTests", dependencies: ["HeraldState", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldStateTests", dependencies: ["HeraldState", "HeraldCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldDeliveryTests", dependencies: [
             "HeraldDelivery", "HeraldSimulator", "HeraldTestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
@@ -85,7 +98,13 @@ let package = Package(
         ]),
         .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
         .testTarget(name: "HeraldReportsTests", dependencies: ["HeraldReports", "HeraldState", "HeraldCore", "HeraldTestSupport"]),
-        .testTarget(name: "HeraldPipelineTests", dependencies: ["HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldOperationsTests", dependencies: [
+            "HeraldOperations", "HeraldState", "HeraldCore", "HeraldJob", "HeraldTestSupport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "HeraldPipelineTests", dependencies: [
+            "HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldAudience", "HeraldReports", "HeraldTestSupport",
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

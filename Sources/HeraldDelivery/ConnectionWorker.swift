@@ -256,18 +256,20 @@ final class ConnectionWorker: @unchecked Sendable {
                 reconnectAt = max(reconnectAt, now + UInt64(delay * 1e9))
                 if slot.connection === current { retireCurrent() }
             }
-        case .answered(let status, _, let reason, _):
+        case .answered:
             connectFailures = 0
-            if status != 200, APNsReasonTable.action(status: status, reason: reason) == .abortCampaign {
+            switch outcome.meaning {
+            case .abortCampaign:
                 // Every further request would get the same answer: stop before the runner even hears of it.
                 shared.halted.store(true, ordering: .relaxed)
-            } else if reason == "ExpiredProviderToken" {
+            case .refreshTokenAndRetry:
                 // Re-sign once (whoever sees it first) and move to a fresh connection.
                 if let jwt = slot.jwt { shared.token?.invalidate(rejected: jwt) }
                 if slot.connection === current { renewRequested = true }
-            } else if status != 200, APNsReasonTable.action(status: status, reason: reason) == .retryOnNewConnection,
-                      slot.connection === current, now &- lastRenewal >= Self.renewalInterval {
+            case .retryLater(newConnection: true, _) where slot.connection === current && now &- lastRenewal >= Self.renewalInterval:
                 renewRequested = true
+            default:
+                break
             }
         }
         let latency = Int((now &- slot.startedAt) / 1_000_000)

@@ -58,12 +58,9 @@ enum TypedValue {
     /// canonical form, straight into `out` (the per-row path; `convert` would allocate twice).
     @inline(__always)
     static func appendInt(_ text: String, to out: inout [UInt8]) -> Bool {
-        var text = text
-        return text.withUTF8 { b -> Bool in
+        withTrimmedUTF8(text) { b -> Bool in
             var i = 0
-            var end = b.count
-            while i < end, b[i] == 0x20 || b[i] == 0x09 { i += 1 }
-            while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 { end -= 1 }
+            let end = b.count
             var negative = false
             if i < end, b[i] == UInt8(ascii: "-") || b[i] == UInt8(ascii: "+") { negative = b[i] == UInt8(ascii: "-"); i += 1 }
             guard i < end else { return false }
@@ -93,16 +90,24 @@ enum TypedValue {
     /// A JSON number after trimming (`-1.5e3`; not `+1`, `01`, `.5`), copied into `out`.
     @inline(__always)
     static func appendNumber(_ text: String, to out: inout [UInt8]) -> Bool {
-        var text = text
-        return text.withUTF8 { b -> Bool in
-            var i = 0
-            var end = b.count
-            while i < end, b[i] == 0x20 || b[i] == 0x09 { i += 1 }
-            while end > i, b[end - 1] == 0x20 || b[end - 1] == 0x09 { end -= 1 }
-            let trimmed = UnsafeBufferPointer(rebasing: b[i..<end])
+        withTrimmedUTF8(text) { trimmed -> Bool in
             guard JSONTextValidator.isNumber(trimmed) else { return false }
             out.append(contentsOf: trimmed)
             return true
+        }
+    }
+
+    /// `body` sees `text`'s UTF-8 bytes without leading and trailing spaces and tabs (what a CSV
+    /// export pads numbers with), in place: no copy of the text per row.
+    @inline(__always)
+    private static func withTrimmedUTF8(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Bool) -> Bool {
+        var text = text
+        return text.withUTF8 { b -> Bool in
+            var start = 0
+            var end = b.count
+            while start < end, b[start] == 0x20 || b[start] == 0x09 { start += 1 }
+            while end > start, b[end - 1] == 0x20 || b[end - 1] == 0x09 { end -= 1 }
+            return body(UnsafeBufferPointer(rebasing: b[start..<end]))
         }
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAudience
 import HeraldCore
 import HeraldPayload
+import HeraldState
 
 /// One read of the whole audience that sends nothing and records nothing: `herald validate`, and
 /// the prescan of `herald run`, which must find a truncated gzip, a broken header or too many bad

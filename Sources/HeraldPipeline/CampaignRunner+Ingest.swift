@@ -3,6 +3,7 @@ import HeraldAudience
 import HeraldCore
 import HeraldPayload
 import HeraldState
+import HeraldTestHooks
 
 extension CampaignRunner {
     static let ingestBatchRows = 8_192
@@ -31,10 +32,10 @@ extension CampaignRunner {
     /// stops the run before the first push. A resumed ingest skips rows at or before the checkpoint.
     ///
     /// `whileSending`: the runner's thread sends meanwhile (`audience.prescan: false`); batches are
-    /// smaller and each makes its rows recipients at once (`ReadWhileSending`).
+    /// smaller and each makes its rows recipients at once (`SendWhileReading`).
     func ingest(into state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String,
-                whileSending: ReadWhileSending? = nil) throws(RunFailure) {
-        let batchRows = whileSending == nil ? Self.ingestBatchRows : ReadWhileSending.batchRows
+                whileSending: SendWhileReading? = nil) throws(RunFailure) {
+        let batchRows = whileSending == nil ? Self.ingestBatchRows : SendWhileReading.batchRows
         var batch = IngestBatch()
         var total = 0
         let pass = run.audiencePass
@@ -94,7 +95,7 @@ extension CampaignRunner {
     }
 
     private func flush(_ batch: inout IngestBatch, state: RunState, pass: Int, force: Bool = false,
-                       whileSending: ReadWhileSending?) throws(RunFailure) {
+                       whileSending: SendWhileReading?) throws(RunFailure) {
         guard force || !batch.isEmpty else { return }
         let b = batch
         if let whileSending {

@@ -19,7 +19,7 @@ extension CampaignRunner {
     /// Opens the connections and sends (see `send`). `reading`: the audience is still being read
     /// on another thread (`audience.prescan: false`).
     func deliver(state: RunState, headers: HeaderRenderer, credentials: DeliveryTarget.Credentials,
-                 reading: ReadWhileSending? = nil) throws(RunFailure) -> SendResult {
+                 reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
         defer { target.shutdown() }
         let sender = try Self.wrap(.preparing) { () throws(DeliveryError) in
@@ -32,7 +32,7 @@ extension CampaignRunner {
     /// Sends every sendable recipient through the streaming sender (see `SendLoop`), until none is
     /// left (and, sending while reading, the audience is fully read), an abort reason or the
     /// environment guard stops the campaign, or a signal or a failed read stops it.
-    func send(from state: RunState, headers: HeaderRenderer, sender: APNsSender, reading: ReadWhileSending? = nil) throws(RunFailure) -> SendResult {
+    func send(from state: RunState, headers: HeaderRenderer, sender: APNsSender, reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         defer { sender.shutdown() }
         let stop: () -> Bool = { [self] in self.stopRequested.load(ordering: .relaxed) || (reading?.hasFailed ?? false) }
         let gate = try SendGate(spec: spec, state: state, maxAttempts: spec.retry.maxAttempts, logger: logger, isStopping: stop)

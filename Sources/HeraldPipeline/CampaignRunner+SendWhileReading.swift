@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldOperations
 import HeraldPayload
 import HeraldState
 import Synchronization
@@ -9,10 +10,10 @@ import Synchronization
 /// never wait long behind one) makes its rows recipients in the transaction that stages them, with
 /// duplicates and suppressed tokens decided there; the sender claims them as they commit.
 ///
-/// What the prescan guaranteed is given up, and said so in the README: a truncated file, a broken
+/// What the prescan guaranteed is given up, and said so in docs/how-a-run-works.md: a truncated file, a broken
 /// header or too many bad rows stop the run after some pushes went out (exit 2 or 5, with
 /// everything sent recorded, and a rerun resumes), and progress shows input bytes, not a total.
-final class ReadWhileSending: Sendable {
+final class SendWhileReading: Sendable {
     static let batchRows = 1_024
 
     /// Rows (and invalid rows among them) recorded for the run so far, for `max_invalid_rows`.
@@ -83,7 +84,7 @@ final class ReadWhileSending: Sendable {
 }
 
 extension CampaignRunner {
-    /// Reads the audience on its own thread while this one sends (see `ReadWhileSending`).
+    /// Reads the audience on its own thread while this one sends (see `SendWhileReading`).
     /// Recipients recorded by an earlier invocation and not yet attempted go through the
     /// suppression list first, as the reading-first path does once before its first push.
     func sendWhileReading(state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String,
@@ -96,7 +97,7 @@ extension CampaignRunner {
         let suppression = try suppressionLookup(topic: topic)
         try suppressUnattempted(state: state, lookup: suppression)
         let invalid = try Self.wrap(.preparing) { () throws(StateError) in try state.invalidRowCount() }
-        let reading = ReadWhileSending(rows: run.rows, invalid: invalid, limit: spec.audience.maxInvalidRows,
+        let reading = SendWhileReading(rows: run.rows, invalid: invalid, limit: spec.audience.maxInvalidRows,
                                        suppression: suppression, progress: operations.progress)
         logger.notice("sending while reading the audience (audience.prescan: false)")
         let reader = ReaderSide(runner: self)

@@ -7,7 +7,7 @@ import HeraldState
 /// `suppression_list`) unless the audience row's `registered_at_field` is newer than the 410.
 ///
 /// Applied once per run, when the audience is fully recorded and before the first push (when
-/// sending while reading, to each batch as it is recorded: `ReadWhileSending`), and
+/// sending while reading, to each batch as it is recorded: `SendWhileReading`), and
 /// recorded in the state file: a resumed run never consults the list again (the decisions are
 /// in the state file), and a crash halfway through applying it is harmless because only
 /// never-attempted pending recipients are touched and the run is marked checked only at the end.

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import HeraldCore
 import HeraldDelivery
+import HeraldOperations
 import HeraldPayload
 import HeraldReports
 import HeraldState

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldState
 
 /// Counts distinct device tokens in memory that does not grow with the audience: the duplicate
 /// count of the audience scan.

@@ -2,6 +2,7 @@ import HeraldAudience
 import HeraldCore
 import HeraldDelivery
 import HeraldJob
+import HeraldOperations
 import HeraldPayload
 import HeraldReports
 import HeraldState

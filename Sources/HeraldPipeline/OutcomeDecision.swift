@@ -3,9 +3,8 @@ import HeraldCore
 import HeraldDelivery
 import HeraldState
 
-/// Turns one APNs answer into what the state file records, following the one reason table in
-/// HeraldCore (Apple's reasons and statuses:
-/// https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns):
+/// Turns what one APNs answer means (`AnswerMeaning`, decided once in HeraldDelivery) into what
+/// the state file records:
 /// - 200: sent.
 /// - Permanent reasons (BadDeviceToken, Unregistered, PayloadTooLarge, … and any reason Apple has
 ///   not documented, recorded verbatim): failed, never retried; a 410 keeps its timestamp.
@@ -45,22 +44,6 @@ enum OutcomeDecision {
         }
     }
 
-    /// Pressure signals for the circuit breaker (5xx or a lost connection) and adaptive
-    /// concurrency (those plus 429).
-    static func isServerFailure(_ outcome: PushOutcome) -> Bool {
-        switch outcome {
-        case .transportFailure: return true
-        case .answered(let status, _, _, _): return status >= 500
-        }
-    }
-
-    static func isPushback(_ outcome: PushOutcome) -> Bool {
-        switch outcome {
-        case .transportFailure: return true
-        case .answered(let status, _, _, _): return status == 429 || status >= 500
-        }
-    }
-
     /// The verdict for one answer; its outcome carries the claim's time, the attempt's.
     static func decide(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date = Date(),
                        backoff: RetryBackoff = .recipient, tooManyRequests: RetryBackoff = .tooManyRequests) -> Verdict {
@@ -79,12 +62,11 @@ enum OutcomeDecision {
             // APNs echoes the apns-id we sent: the state file keeps the answer's only when it
             // differs (the reports show the answer's, else ours), saving a string per row.
             let apnsId = answeredId == c.apnsId ? nil : answeredId
-            if status == 200 {
-                return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
-            }
             let reasonText = reason?.rawValue ?? "HTTP \(status)"
-            switch APNsReasonTable.action(status: status, reason: reason) {
-            case .permanent:
+            switch outcome.meaning {
+            case .delivered:
+                return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
+            case .rejected, .unknown:  // `.unknown` is the meaning of no answer, never of one
                 return .failed(AttemptOutcome(seq: c.seq, status: .failed, httpStatus: status, reason: reasonText,
                                               responseApnsId: apnsId, invalidatedAt: status == 410 ? timestamp : nil), reason: reason)
             case .abortCampaign:
@@ -92,9 +74,8 @@ enum OutcomeDecision {
             case .refreshTokenAndRetry:
                 return .retry(AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText, responseApnsId: apnsId,
                                              retryAt: now), delay: 0)
-            case .retryAfterDelay, .retryOnNewConnection:
-                let schedule = reason == "TooManyRequests" ? tooManyRequests : backoff
-                let delay = schedule.delay(attempt: c.attempts)
+            case .retryLater(_, let tooMany):
+                let delay = (tooMany ? tooManyRequests : backoff).delay(attempt: c.attempts)
                 return .retry(AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText, responseApnsId: apnsId,
                                              retryAt: now.addingTimeInterval(delay)), delay: delay)
             }

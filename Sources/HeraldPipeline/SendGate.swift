@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldState
+import HeraldTestHooks
 import Logging
 
 /// The throttle between claiming recipients and sending them: `throttle.deadline`, the

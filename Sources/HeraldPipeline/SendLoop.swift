@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldDelivery
 import HeraldPayload
 import HeraldState
+import HeraldTestHooks
 import Logging
 
 /// The runner's side of the streaming sender, on the runner's thread, the only one that touches
@@ -246,11 +247,11 @@ final class SendLoop {
             sample = lastFailureEvent[r.connection] != r.event
             lastFailureEvent[r.connection] = r.event
         }
-        if sample, let until = breaker.record(failure: OutcomeDecision.isServerFailure(r.outcome), now: Date()) {
+        if sample, let until = breaker.record(failure: AnswerMeaning.isServerFailure(r.outcome), now: Date()) {
             logger.warning("most recent answers are server errors or lost connections: pausing all sending until \(until) (circuit breaker)")
             sender.pause(until: until)
         }
-        if sample, let limit = adaptive.record(pushback: OutcomeDecision.isPushback(r.outcome)) {
+        if sample, let limit = adaptive.record(pushback: AnswerMeaning.isPushback(r.outcome)) {
             logger.info("streams per connection now \(limit) (adaptive concurrency)")
             sender.setStreamLimit(limit)
         }

@@ -67,17 +67,7 @@ extension DeliveryColumns: DeliveryFields {
 
 extension DeliveryRow: DeliveryFields {
     func withText<R>(_ t: DeliveryColumns.Text, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
-        let text: String? = switch t {
-        case .file: file
-        case .recipientId: recipientId
-        case .token: token
-        case .reason: reason
-        case .apnsId: apnsId
-        case .firstAttemptAt: firstAttemptAt
-        case .lastAttemptAt: lastAttemptAt
-        case .apnsUniqueId: apnsUniqueId
-        }
-        guard var text else { return body(nil) }
+        guard var text = text(t) else { return body(nil) }
         return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldState
+import HeraldTestHooks
 
 /// The names of a run's report files in its reports directory. Frozen: add, never rename.
 public struct ReportFiles: Sendable {

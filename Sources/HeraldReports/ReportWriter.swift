@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldState
+import HeraldTestHooks
 
 /// Writes the run's reports from the state file alone, so they can be regenerated at any time
 /// (`herald report`) and are identical whether the run went straight through or was killed and

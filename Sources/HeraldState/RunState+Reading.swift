@@ -35,35 +35,10 @@ public struct DeliveryRow: Sendable {
                   attempts: c.attempts, firstAttemptAt: string(.firstAttemptAt), lastAttemptAt: string(.lastAttemptAt),
                   invalidatedAt: c.invalidatedAt, apnsUniqueId: string(.apnsUniqueId), latencyMs: c.latencyMs)
     }
-}
 
-/// One recipient's row as `forEachDeliveryColumns` reads it: its text as SQLite's own bytes,
-/// valid only inside the callback (copy what must outlive it). Each column is asked of SQLite
-/// once, here: the report writers read most of them twice or more.
-public struct DeliveryColumns {
-    /// The text columns.
-    public enum Text {
-        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId
-    }
-
-    public let line: Int
-    public let status: StoredStatus
-    public let httpStatus: Int?
-    public let attempts: Int
-    public let invalidatedAt: Int64?
-    public let latencyMs: Int?
-    private let file, recipientId, token, reason, apnsId: UnsafeRawBufferPointer
-    private let firstAttemptAt, lastAttemptAt, apnsUniqueId: UnsafeRawBufferPointer?
-
-    init(row r: RawRow) {
-        file = r.bytes(0); line = r.int(1); recipientId = r.bytes(2); token = r.bytes(3)
-        status = StoredStatus(bytes: r.bytes(4)) ?? .pending; httpStatus = r.optionalInt(5); reason = r.bytes(6); apnsId = r.bytes(7)
-        attempts = r.int(8); firstAttemptAt = r.optionalBytes(9); lastAttemptAt = r.optionalBytes(10)
-        invalidatedAt = r.optionalInt64(11); apnsUniqueId = r.optionalBytes(12); latencyMs = r.optionalInt(13)
-    }
-
-    /// The column's UTF-8 bytes; nil when it is NULL.
-    public func text(_ t: Text) -> UnsafeRawBufferPointer? {
+    /// The text column `t`, as `DeliveryColumns.text` gives it from the state file: the one place
+    /// that names the field behind each text column.
+    public func text(_ t: DeliveryColumns.Text) -> String? {
         switch t {
         case .file: file
         case .recipientId: recipientId
@@ -74,6 +49,39 @@ public struct DeliveryColumns {
         case .lastAttemptAt: lastAttemptAt
         case .apnsUniqueId: apnsUniqueId
         }
+    }
+}
+
+/// One recipient's row as `forEachDeliveryColumns` reads it: its text as SQLite's own bytes,
+/// valid only inside the callback (copy what must outlive it). Each column is asked of SQLite
+/// once, here: the report writers read most of them twice or more.
+public struct DeliveryColumns {
+    /// The text columns, in the order `forEachDeliveryColumns` selects them.
+    public enum Text: Int, CaseIterable {
+        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId
+    }
+
+    public let line: Int
+    public let status: StoredStatus
+    public let httpStatus: Int?
+    public let attempts: Int
+    public let invalidatedAt: Int64?
+    public let latencyMs: Int?
+    /// The text columns' bytes, element `Text.rawValue` for each (nil: NULL).
+    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
+    private typealias Bytes = UnsafeRawBufferPointer?
+
+    init(row r: RawRow) {
+        texts = (r.optionalBytes(0), r.optionalBytes(2), r.optionalBytes(3), r.optionalBytes(6), r.optionalBytes(7),
+                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12))
+        line = r.int(1); status = StoredStatus(bytes: r.bytes(4)) ?? .pending; httpStatus = r.optionalInt(5)
+        attempts = r.int(8); invalidatedAt = r.optionalInt64(11); latencyMs = r.optionalInt(13)
+    }
+
+    /// The column's UTF-8 bytes; nil when it is NULL. A homogeneous tuple is laid out as its
+    /// elements one after the other, so element `t.rawValue` is found by its offset.
+    public func text(_ t: Text) -> UnsafeRawBufferPointer? {
+        withUnsafeBytes(of: texts) { $0.load(fromByteOffset: t.rawValue * MemoryLayout<Bytes>.stride, as: Bytes.self) }
     }
 }
 

@@ -24,11 +24,7 @@ struct ReportCommand: ParsableCommand {
     @Argument(help: "The job file (YAML); with --merge, the shards' reports directories.")
     var paths: [String] = []
 
-    @Option(help: "State file to read instead of the job's `state`.")
-    var state: String?
-
-    @Option(help: "Reports directory to write instead of the job's `reports`.")
-    var reports: String?
+    @OptionGroup var files: CampaignFileOptions
 
     @Option(name: .customLong("run"), help: "The run to report (its run id or a prefix of it); default: the last run.")
     var runId: String?
@@ -48,7 +44,7 @@ struct ReportCommand: ParsableCommand {
         if merge {
             if paths.isEmpty { problem = "--merge needs the shards' reports directories" }
             else if out == nil { problem = "--merge needs --out <dir> for the merged reports" }
-            else if state != nil || reports != nil || runId != nil { problem = "--state, --reports and --run do not apply to --merge" }
+            else if !files.isEmpty || runId != nil { problem = "--state, --reports and --run do not apply to --merge" }
         } else {
             if paths.count != 1 { problem = "expected one job file (or --merge with reports directories)" }
             else if out != nil || compress { problem = "--out and --compress apply to --merge only" }
@@ -63,7 +59,7 @@ struct ReportCommand: ParsableCommand {
         if merge { return try runMerge() }
         let written: CampaignReports.Written
         do {
-            let spec = try JobLoader.load(path: paths[0], overrides: JobOverrides(statePath: state, reportsDir: reports))
+            let spec = try JobLoader.load(path: paths[0], overrides: JobOverrides(statePath: files.state, reportsDir: files.reports))
             written = try CampaignReports.regenerate(spec: spec, runId: runId)
         } catch {
             throw Output.fail(error, during: .preparing)

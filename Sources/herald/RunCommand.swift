@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldJob
+import HeraldOperations
 import HeraldPipeline
 import HeraldReports
 import Logging
@@ -25,11 +26,7 @@ struct RunCommand: ParsableCommand {
     @Argument(help: "The job file (YAML). Relative paths inside it resolve against its own directory.")
     var job: String
 
-    @Option(help: "State file to use instead of the job's `state`.")
-    var state: String?
-
-    @Option(help: "Reports directory to use instead of the job's `reports`.")
-    var reports: String?
+    @OptionGroup var files: CampaignFileOptions
 
     @Option(help: "Endpoint instead of the job's: production, sandbox, simulator or https://host:port.")
     var endpoint: String?
@@ -100,7 +97,7 @@ struct RunCommand: ParsableCommand {
         let shard: Shard?
         do {
             shard = try Shard.resolve(option: self.shard, environment: ProcessInfo.processInfo.environment)
-            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: state, reportsDir: reports, endpoint: endpoint, caFile: caFile))
+            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile))
             spec = shard.map { $0.apply(to: loaded) } ?? loaded
             let others = Shard.otherLayouts(of: loaded.statePath, than: shard)
             if !others.isEmpty && !FileManager.default.fileExists(atPath: spec.statePath) {

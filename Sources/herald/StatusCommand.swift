@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HeraldCore
 import HeraldJob
+import HeraldOperations
 import HeraldPipeline
 import HeraldState
 

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldState
 @testable import HeraldPipeline
 import HeraldTestSupport
 import Testing

@@ -1,7 +1,7 @@
 import HeraldCore
 import HeraldJob
 import HeraldTestSupport
-@testable import HeraldPipeline
+@testable import HeraldOperations
 import Testing
 
 /// `--shard k/n`: parsing, the environment of a Kubernetes Indexed Job, paths, and the hash.

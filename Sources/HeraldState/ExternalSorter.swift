@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Sorts more fixed-size values than memory should hold: values are collected in a fixed buffer,
 /// sorted, and written as sorted runs to a scratch file; `forEach` merges the runs (k-way, with a

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldState
 import HeraldTestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import Foundation
-@testable import HeraldPipeline
+@testable import HeraldOperations
 import HeraldState
 import Testing
 

@@ -17,7 +17,7 @@ public final class RunOperations {
     }
 
     /// Whether this process records the row (see `Shard` for which rows a shard owns).
-    func owns(_ event: AudienceEvent) -> Bool {
+    public func owns(_ event: AudienceEvent) -> Bool {
         guard let shard else { return true }
         switch event {
         case .record(let r): return shard.owns(r.token)
@@ -26,7 +26,7 @@ public final class RunOperations {
     }
 
     /// Reading starts at file `first` (later than 0 when a resumed ingest skips read files).
-    func startReading(_ files: [AudienceFile], first: Int) {
+    public func startReading(_ files: [AudienceFile], first: Int) {
         guard let progress else { return }
         var offsets: [Int] = []
         var total = 0
@@ -40,19 +40,19 @@ public final class RunOperations {
     }
 
     /// Called every few hundred rows and at the end of each file.
-    func reading(file index: Int, bytes: Int, rows: Int) {
+    public func reading(file index: Int, bytes: Int, rows: Int) {
         guard let progress, index < fileOffsets.count else { return }
         progress.read(bytes: fileOffsets[index] + bytes, rows: rows)
     }
 
     /// Sending starts: the state file's counts are this run's starting line.
-    func startSending(_ state: RunState) {
+    public func startSending(_ state: RunState) {
         guard let progress, let counts = try? state.statusCounts() else { return }
         progress.startSending(counts: counts)
     }
 
     /// A window of answers was committed.
-    func recorded(_ outcomes: [AttemptOutcome]) {
+    public func recorded(_ outcomes: [AttemptOutcome]) {
         progress?.recorded(outcomes)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-@testable import HeraldPipeline
+@testable import HeraldOperations
 import HeraldState
 import HeraldTestSupport
 import Logging
@@ -82,16 +82,16 @@ import Testing
         let ticker = ProgressTicker(progress: progress, mode: .never, logInterval: 60, logger: Logger(label: "test"),
                                     metrics: MetricsFile(path: path, campaign: "c", shard: nil), metricsInterval: 1)
         ticker.start()
+        func contents() -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
         var text = ""
-        for _ in 0..<40 where text.isEmpty {
-            usleep(100_000)
-            text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        }
+        waitUntil(timeout: 4) { text = contents(); return !text.isEmpty }
         progress.recorded([AttemptOutcome(seq: 1, status: .sent, httpStatus: 200)])
-        usleep(1_300_000)
+        // The ticker writes every second (metricsInterval: 1): the next write has the new counts.
+        let sent = "herald_recipients{campaign=\"c\",status=\"sent\"} 1\n"
+        var later = ""
+        waitUntil(timeout: 5) { later = contents(); return later.contains(sent) }
         ticker.stop()
         #expect(text.contains("herald_run_in_progress{campaign=\"c\"} 1\n"), "\(text)")
-        let later = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(later.contains("herald_recipients{campaign=\"c\",status=\"sent\"} 1\n"), "rewritten with the new counts: \(later)")
+        #expect(later.contains(sent), "rewritten with the new counts: \(later)")
     }
 }
