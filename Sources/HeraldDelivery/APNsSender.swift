@@ -79,43 +79,8 @@ public final class APNsSender: @unchecked Sendable {
         return c
     }
 
-    /// Sockets learnt for corking and `curl_multi_perform` turns corked (for tests).
-    var corking: (socketsLearnt: Int, corkedTurns: Int) {
-        (shared.socketsLearnt.load(ordering: .relaxed), shared.corkedTurns.load(ordering: .relaxed))
-    }
-
-    /// RST_STREAM frames libcurl asked for: dropped (the stream had ended; libcurl 7.88 asks
-    /// after every stream) and passed on (open or unsent streams), once the workers have stopped
-    /// (for tests).
-    var streamResets: (dropped: Int, passed: Int) {
-        let c = shimCounts
-        return (c.resetsDropped, c.resetsPassed)
-    }
-
-    /// What CCurlNghttp2's shims did for these connections, once the workers have stopped (for tests).
-    var shimCounts: ShimCounts { shared.shimCounts.withLock { $0 } }
-
-    /// Answered requests whose APNs header fields went to nghttp2 directly, and those answered
-    /// without them, once the workers have stopped (for tests).
-    var requestFields: (attached: Int, missed: Int) {
-        (shared.requestFieldsAttached.load(ordering: .relaxed), shared.requestFieldsMissed.load(ordering: .relaxed))
-    }
-
-    /// HTTP/2 frames the connections collected and the TLS writes made of them, once the workers
-    /// have stopped (for tests: a request's HEADERS and DATA go out in one write).
-    var coalescedWrites: (frames: Int, writes: Int) {
-        let c = shimCounts
-        return (c.framesCollected, c.writesMade)
-    }
-
-    /// Request bodies nghttp2 took in parts (waiting for flow control), and answer header fields
-    /// taken from nghttp2 (apns-id, apns-unique-id) or kept from libcurl (every other one), once
-    /// the workers have stopped (for tests).
-    var bodiesSplit: Int { shimCounts.bodiesSplit }
-    var answerFields: (taken: Int, dropped: Int) {
-        let c = shimCounts
-        return (c.answerFieldsTaken, c.answerFieldsDropped)
-    }
+    /// What the connections did that only tests look at (`SenderProbe`), once the workers have stopped.
+    var probe: SenderProbe { shared.probe.withLock { $0 } }
 
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.

@@ -31,8 +31,8 @@ final class ConnectionWorker: @unchecked Sendable {
     /// APNs header fields go to nghttp2 directly (`RequestFields`) until a request is answered
     /// without them; then, and where CCurlNghttp2 is not in effect, in libcurl's header list.
     private var fieldsToNghttp2: Bool
-    private var fieldsAttached = 0
-    private var fieldsMissed = 0
+    /// This worker's test-only counts, handed to `shared.probe` when it stops.
+    private var probe = SenderProbe()
     private var renewRequested = false
     private var lastRenewal: UInt64 = 0
     private var connectFailures = 0
@@ -60,9 +60,8 @@ final class ConnectionWorker: @unchecked Sendable {
         // thread may have served another worker before: only this run's difference counts.
         let countsBefore = ShimCounts.onThisThread()
         defer {
-            shared.shimCounts.withLock { $0.addThisThread(since: countsBefore) }
-            shared.requestFieldsAttached.add(fieldsAttached, ordering: .relaxed)
-            shared.requestFieldsMissed.add(fieldsMissed, ordering: .relaxed)
+            probe.shim = ShimCounts.onThisThread(since: countsBefore)
+            shared.probe.withLock { $0.add(probe) }
         }
         while true {
             let now = uptimeNanoseconds()
@@ -181,7 +180,7 @@ final class ConnectionWorker: @unchecked Sendable {
 
     private func perform(_ c: StreamConnection) {
         var running: Int32 = 0
-        if c.socket >= 0 { shared.corkedTurns.add(1, ordering: .relaxed) }
+        if c.socket >= 0 { probe.corkedTurns += 1 }
         TCPCork.set(c.socket, true)
         _ = curl_multi_perform(c.multi.handle, &running)
         TCPCork.set(c.socket, false)
@@ -199,7 +198,7 @@ final class ConnectionWorker: @unchecked Sendable {
             let opened = slot.easy.takeOpenedSocket()
             if opened >= 0 {
                 c.socket = opened
-                shared.socketsLearnt.add(1, ordering: .relaxed)
+                probe.socketsLearnt += 1
             }
             _ = curl_multi_remove_handle(c.multi.handle, h)
             c.active -= 1
@@ -236,9 +235,9 @@ final class ConnectionWorker: @unchecked Sendable {
                 // nothing about this notification. Resend it (same apns-id) with libcurl's list.
                 outcome = .transportFailure("the request left without its APNs headers (libcurl did not hand them to nghttp2); resent with libcurl's header list")
                 fieldsToNghttp2 = false
-                fieldsMissed += 1
+                probe.requestFieldsMissed += 1
             } else {
-                fieldsAttached += 1
+                probe.requestFieldsAttached += 1
             }
         }
         shared.connectionsOpened.add(slot.connectsMade, ordering: .relaxed)

@@ -104,16 +104,8 @@ final class EngineShared: Sendable {
     let streamLimit: Atomic<Int>
     /// New TLS connections libcurl made (CURLINFO_NUM_CONNECTS, summed over transfers).
     let connectionsOpened = Atomic<Int>(0)
-    /// Sockets the workers learnt for corking (one per connection opened) and turns they
-    /// corked: how tests see that `TCPCork` is in use.
-    let socketsLearnt = Atomic<Int>(0)
-    let corkedTurns = Atomic<Int>(0)
-    /// What CCurlNghttp2's shims did for these connections, added by each worker as it stops.
-    let shimCounts = Mutex(ShimCounts())
-    /// Answered requests whose APNs header fields went to nghttp2 directly, and those that went
-    /// out without them (CCurlNghttp2 bypassed), added by each worker as it stops.
-    let requestFieldsAttached = Atomic<Int>(0)
-    let requestFieldsMissed = Atomic<Int>(0)
+    /// What only tests look at, added by each worker as it stops (`SenderProbe`).
+    let probe = Mutex(SenderProbe())
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

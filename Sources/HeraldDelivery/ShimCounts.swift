@@ -19,15 +19,20 @@ struct ShimCounts: Equatable {
                           answerFieldsTaken: Int(c.answer_fields_taken), answerFieldsDropped: Int(c.answer_fields_dropped))
     }
 
-    /// Adds what the calling thread counted since `before`.
-    mutating func addThisThread(since before: ShimCounts) {
-        let now = Self.onThisThread()
-        resetsDropped += now.resetsDropped - before.resetsDropped
-        resetsPassed += now.resetsPassed - before.resetsPassed
-        framesCollected += now.framesCollected - before.framesCollected
-        writesMade += now.writesMade - before.writesMade
-        bodiesSplit += now.bodiesSplit - before.bodiesSplit
-        answerFieldsTaken += now.answerFieldsTaken - before.answerFieldsTaken
-        answerFieldsDropped += now.answerFieldsDropped - before.answerFieldsDropped
+    /// What the calling thread counted since `before`.
+    static func onThisThread(since before: ShimCounts) -> ShimCounts {
+        var c = onThisThread()
+        c.add(before, sign: -1)
+        return c
+    }
+
+    mutating func add(_ other: ShimCounts, sign: Int = 1) {
+        resetsDropped += sign * other.resetsDropped
+        resetsPassed += sign * other.resetsPassed
+        framesCollected += sign * other.framesCollected
+        writesMade += sign * other.writesMade
+        bodiesSplit += sign * other.bodiesSplit
+        answerFieldsTaken += sign * other.answerFieldsTaken
+        answerFieldsDropped += sign * other.answerFieldsDropped
     }
 }

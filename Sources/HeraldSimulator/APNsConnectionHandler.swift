@@ -122,6 +122,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        policy.log.connectionClosed()
         cut = true
         streams.removeAll()
         context.fireChannelInactive()

@@ -98,6 +98,8 @@ public final class SimulatorRequestLog: Sendable {
         public var answered = 0
         /// Connections accepted (TLS + h2 negotiated).
         public var connections = 0
+        /// Those of them closed since, by either side.
+        public var connectionsClosed = 0
         /// Answers per HTTP status, including processed requests whose answer was cut off.
         public var byStatus: [Int: Int] = [:]
         public var byReason: [String: Int] = [:]
@@ -148,6 +150,7 @@ public final class SimulatorRequestLog: Sendable {
     public func stats() -> Stats { state.withLock { $0.stats } }
 
     func connectionOpened() { state.withLock { $0.stats.connections += 1 } }
+    func connectionClosed() { state.withLock { $0.stats.connectionsClosed += 1 } }
 
     /// Counts one request and, when entries are wanted, keeps and writes it. The line goes to the
     /// file with one write(2) before the next request's, so a crash loses at most the line being

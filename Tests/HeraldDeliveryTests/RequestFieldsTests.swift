@@ -88,12 +88,12 @@ import Testing
         let (sender, jobs, results, log) = try Self.sendMixed(f, f.settings(streams: 30), connections: 2, 1...400, ahead: 80)
         // apns-id and apns-unique-id of every answer were taken from nghttp2, libcurl never saw them.
         Self.checkAnswerIds(results, log, jobs: jobs)
-        #expect(sender.answerFields == (taken: 800, dropped: 0))
-        #expect(sender.requestFields == (attached: 400, missed: 0))
+        #expect((sender.probe.shim.answerFieldsTaken, sender.probe.shim.answerFieldsDropped) == (800, 0))
+        #expect((sender.probe.requestFieldsAttached, sender.probe.requestFieldsMissed) == (400, 0))
         // Each request's HEADERS and DATA frames leave in one TLS write (CCurlNghttp2's
         // coalesced_writes.c): frame by frame, there would be at least as many writes as frames.
-        let writes = sender.coalescedWrites
-        #expect(writes.frames >= 800 && writes.writes <= 400 + 20, "\(writes)")
+        let writes = sender.probe.shim
+        #expect(writes.framesCollected >= 800 && writes.writesMade <= 400 + 20, "\(writes)")
     }
 
     /// Bodies of about 4,000 bytes on 300 streams of one connection, all started in one turn:
@@ -113,12 +113,12 @@ import Testing
         #expect(jobs.allSatisfy { $0.request.payload.count > 3_900 && $0.request.payload.count <= 4_096 })
         let results = StreamingSenderTests.stream(sender, jobs, ahead: 400)
         sender.shutdown()
-        #expect(sender.bodiesSplit > 0, "no body waited for the window: the test missed its path")
+        #expect(sender.probe.shim.bodiesSplit > 0, "no body waited for the window: the test missed its path")
         #expect(results.count == 400 && results.allSatisfy { $0.outcome.status == 200 })
         let log = f.sim.requestLog.entries()
         #expect(log.count == 400)
         Self.checkLog(log, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
-        #expect(sender.requestFields == (attached: 400, missed: 0))
+        #expect((sender.probe.requestFieldsAttached, sender.probe.requestFieldsMissed) == (400, 0))
     }
 
     /// Where libcurl makes its own :authority and content-length (another libcurl may; here its
@@ -131,7 +131,7 @@ import Testing
         var settings = f.settings(streams: 20)
         settings.keepLibcurlsHostAndLength = true
         let sender = try Self.sendMixed(f, settings, 1...100, ahead: 40).sender
-        #expect(sender.requestFields == (attached: 100, missed: 0))
+        #expect((sender.probe.requestFieldsAttached, sender.probe.requestFieldsMissed) == (100, 0))
     }
 
     /// :authority as libcurl's Host header gives it: the port left out when it is https' own.
@@ -151,8 +151,8 @@ import Testing
         let (sender, jobs, results, log) = try Self.sendMixed(f, settings, 1...200, ahead: 60)
         // Here libcurl's header callback reads the answers' ids.
         Self.checkAnswerIds(results, log, jobs: jobs)
-        #expect(sender.answerFields == (taken: 0, dropped: 0))
-        #expect(sender.requestFields == (attached: 0, missed: 0))
+        #expect((sender.probe.shim.answerFieldsTaken, sender.probe.shim.answerFieldsDropped) == (0, 0))
+        #expect((sender.probe.requestFieldsAttached, sender.probe.requestFieldsMissed) == (0, 0))
     }
 
     /// If libcurl's call did not reach the shim, requests would leave without topic, apns-id and
@@ -177,6 +177,6 @@ import Testing
         let bare = log.filter { $0.headers["apns-id"] == nil }
         #expect(bare.count == lost.count && bare.allSatisfy { $0.status != 200 && $0.jwtIat == nil })
         Self.checkLog(log.filter { $0.headers["apns-id"] != nil }, against: jobs, authority: "127.0.0.1:\(f.sim.port)")
-        #expect(sender.requestFields == (attached: 0, missed: lost.count))
+        #expect((sender.probe.requestFieldsAttached, sender.probe.requestFieldsMissed) == (0, lost.count))
     }
 }

@@ -97,9 +97,9 @@ import Testing
         sender.shutdown()
         #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
         #expect(f.sim.requestLog.entries().count == 200)
-        let resets = sender.streamResets
-        #expect(resets.dropped >= 199 && resets.dropped <= 200, "\(resets)")
-        #expect(resets.passed == 0, "no stream was open when its transfer ended: \(resets)")
+        let resets = sender.probe.shim
+        #expect(resets.resetsDropped >= 199 && resets.resetsDropped <= 200, "\(resets)")
+        #expect(resets.resetsPassed == 0, "no stream was open when its transfer ended: \(resets)")
     }
 
     /// NIO answers streams opened after its GOAWAY with RST_STREAM REFUSED_STREAM
@@ -168,8 +168,7 @@ import Testing
         let sender = try APNsSender(settings: f.settings(idleTimeoutMs: 300), connections: 1, token: try f.token())
         #expect(Self.stream(sender, Self.jobs(1...20), ahead: 20).allSatisfy { $0.outcome.status == 200 })
         // The worker closes the connection 300 ms after its last answer, with no new work to wake it.
-        #expect(waitUntil(timeout: 10) { Self.establishedConnections(toPort: f.sim.port) == 0 },
-                "the idle connection is closed: \(Self.establishedConnections(toPort: f.sim.port)) still open")
+        #expect(waitUntil(timeout: 10) { f.sim.requestLog.stats().connectionsClosed == 1 }, "the idle connection is closed")
         #expect(Self.stream(sender, Self.jobs(21...40), ahead: 20).allSatisfy { $0.outcome.status == 200 })
         sender.shutdown()
         #expect(Set(f.sim.requestLog.entries().map(\.connection)).count == 2)
@@ -189,7 +188,8 @@ import Testing
             #expect(why.contains("curl error 28"), "\(why)")
         }
         // A timed-out stream is still open: its reset must reach nghttp2, not be dropped.
-        #expect(sender.streamResets.passed >= 5 && sender.streamResets.dropped == 0, "\(sender.streamResets)")
+        let resets = sender.probe.shim
+        #expect(resets.resetsPassed >= 5 && resets.resetsDropped == 0, "\(resets)")
     }
 
     @Test func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests() throws {
@@ -210,16 +210,6 @@ import Testing
         #expect(f.sim.requestLog.count == 1, "withdrawn jobs never leave")
     }
 
-    /// TCP connections in ESTABLISHED state to 127.0.0.1:`port` (from /proc/net/tcp; the client
-    /// side of each connection, so the simulator's side of a closing one is not counted).
-    static func establishedConnections(toPort port: Int) -> Int {
-        let text = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
-        let remote = String(format: "0100007F:%04X", port)
-        return text.split(separator: "\n").dropFirst().filter { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 3 && fields[2] == remote && fields[3] == "01"
-        }.count
-    }
 }
 
 extension PushOutcome {

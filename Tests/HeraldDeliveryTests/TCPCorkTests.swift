@@ -137,7 +137,7 @@ import Testing
         #expect(results.count == 400)
         let opened = sender.counters.connectionsOpened
         #expect(opened >= 4)
-        #expect(sender.corking.socketsLearnt == opened)
-        #expect(sender.corking.corkedTurns > 0)
+        #expect(sender.probe.socketsLearnt == opened)
+        #expect(sender.probe.corkedTurns > 0)
     }
 }
