@@ -30,3 +30,17 @@ public enum DecimalDigits {
         return end
     }
 }
+
+extension DecimalDigits {
+    /// 1234567 → "1,234,567": how every count herald prints for people is written (summary
+    /// lines, progress, `herald validate`), the same whatever the locale.
+    public static func grouped(_ n: Int) -> String {
+        let digits = String(n.magnitude)
+        var out = ""
+        for (i, c) in digits.enumerated() {
+            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
+            out.append(c)
+        }
+        return n < 0 ? "-" + out : out
+    }
+}

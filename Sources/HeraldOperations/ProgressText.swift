@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// The words of the progress display, from a snapshot: one short line for a terminal, and a log
 /// message with the same figures as metadata for collectors. Pure, so it is tested without a clock.
@@ -67,15 +68,7 @@ public enum ProgressText {
         return (message, fields)
     }
 
-    static func number(_ n: Int) -> String {
-        let digits = String(n.magnitude)
-        var out = ""
-        for (i, c) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return (n < 0 ? "-" : "") + out
-    }
+    static func number(_ n: Int) -> String { DecimalDigits.grouped(n) }
 
     static func bytes(_ n: Int) -> String {
         let units = ["B", "KB", "MB", "GB", "TB"]

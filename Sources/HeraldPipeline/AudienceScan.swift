@@ -171,13 +171,7 @@ public struct AudienceScanResult: Sendable {
 
     /// 1234567 → "1,234,567", as the rest of herald's output writes counts.
     static func grouped(_ n: Int) -> String {
-        let digits = String(n.magnitude)
-        var out = ""
-        for (i, c) in digits.enumerated() {
-            if i > 0 && (digits.count - i) % 3 == 0 { out.append(",") }
-            out.append(c)
-        }
-        return n < 0 ? "-" + out : out
+        DecimalDigits.grouped(n)
     }
 
     mutating func countInvalid(_ row: InvalidRow) {

@@ -18,12 +18,7 @@ enum Output {
         return ExitCode(failure.status.rawValue)
     }
 
-    static func number(_ n: Int) -> String {
-        let f = NumberFormatter()
-        f.numberStyle = .decimal
-        f.groupingSeparator = ","
-        return f.string(from: NSNumber(value: n)) ?? String(n)
-    }
+    static func number(_ n: Int) -> String { DecimalDigits.grouped(n) }
 
     static func print(_ report: RunReport, spec: JobSpec, errorLine: (String) -> Void = { Output.error($0) }) {
         var lines: [String] = []

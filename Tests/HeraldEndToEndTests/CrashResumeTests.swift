@@ -16,19 +16,7 @@ import Testing
     func writeAudience() throws { try TwoFileAudience.write(in: dir) }
 
     func writeJob(name: String, extra: String = "") throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/a.csv.gz, ../data/b.csv.gz] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 2
-              streams_per_connection: 100
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "Hi {{first_name}}" } }
-            \(extra)
-            """)
+        try TwoFileAudience.writeJob(in: dir, name: name, extra: extra)
     }
 
     /// Starts `herald run`, waits for `HERALD_TEST_STALL_AT`'s point, and SIGKILLs it there.
@@ -114,6 +102,24 @@ import Testing
 /// The kill tests' audience: 20,000 tokens over two gzip files, the second repeating 500 tokens of the first.
 enum TwoFileAudience {
     static let count = 20_000
+
+    /// The kill tests' job over that audience: 2 connections × 100 streams against the
+    /// simulator, its request log in out/<name>.ndjson.
+    static func writeJob(in dir: TemporaryDirectory, name: String, extra: String = "") throws -> String {
+        try dir.write("jobs/\(name).yaml", """
+            campaign: \(name)
+            audience: { files: [../data/a.csv.gz, ../data/b.csv.gz] }
+            apns:
+              endpoint: simulator
+              topic: com.example.app
+              connections: 2
+              streams_per_connection: 100
+              simulator: { log: ../out/\(name).ndjson }
+            push:
+              template: { aps: { alert: "Hi {{first_name}}" } }
+            \(extra)
+            """)
+    }
 
     static func write(in dir: TemporaryDirectory) throws {
         var a = ["token,first_name"]

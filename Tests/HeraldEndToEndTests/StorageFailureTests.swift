@@ -45,18 +45,9 @@ struct StorageFailureTests {
         deinit { _ = try? ProcessRunner.run("/bin/umount", ["-l", path]) }
     }
 
+    /// The crash tests' job, its state file on the small disk.
     func writeJob(name: String, extra: String = "") throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/a.csv.gz, ../data/b.csv.gz] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 2
-              streams_per_connection: 100
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "Hi {{first_name}}" } }
+        try TwoFileAudience.writeJob(in: dir, name: name, extra: """
             state: ../disk/\(name).sqlite
             reports: ../reports/\(name)
             \(extra)
