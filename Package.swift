@@ -70,7 +70,7 @@ let package = Package(
         ]),
         .executableTarget(name: "herald", dependencies: [
             "HeraldPipeline", "HeraldOperations", "HeraldSimulator", "HeraldJob", "HeraldCore", "HeraldAudience", "HeraldPayload",
-            "HeraldState", "HeraldReports",
+            "HeraldState", "HeraldReports", "HeraldDelivery",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -15,5 +15,7 @@ static inline CURLcode herald_easy_setopt_off(CURL *h, CURLoption o, curl_off_t 
 static inline CURLMcode herald_multi_setopt_long(CURLM *h, CURLMoption o, long v) { return curl_multi_setopt(h, o, v); }
 static inline CURLcode herald_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode herald_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+// CURLVERSION_NOW is a macro: the struct version this header describes.
+static inline curl_version_info_data *herald_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 static inline CURLcode herald_easy_getinfo_socket(CURL *h, CURLINFO i, curl_socket_t *v) { return curl_easy_getinfo(h, i, v); }
 #endif

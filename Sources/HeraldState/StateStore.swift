@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import HeraldCore
 
 /// The campaign's state file: every recipient, every attempt, the ingest checkpoint.
@@ -20,6 +21,9 @@ public final class StateStore: SQLiteStore, Sendable {
 
     /// Opens (creating it 0600 if needed) and migrates the state file. `readOnly` opens an
     /// existing file without writing, for `herald status` beside a running campaign.
+    /// The SQLite library in use, "3.40.1" (https://sqlite.org/c3ref/libversion.html).
+    public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+
     public init(path: String, readOnly: Bool = false, durability: Durability = .full) throws(StateError) {
         self.path = path
         do {

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
+import HeraldDelivery
+import HeraldState
 
 struct Herald: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,8 +22,18 @@ struct Herald: ParsableCommand {
               5   too many invalid audience rows (audience.max_invalid_rows)
               75  another run holds the campaign's lock: try again later
             """,
+        version: Herald.versions,
         subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self, ReportCommand.self]
     )
+
+    /// `herald --version`: herald's version and the C libraries it runs on, as loaded.
+    static var versions: String {
+        var lines = ["herald \(HeraldVersion.current)", "libcurl \(LinkedLibraries.libcurl)"]
+        lines.append("nghttp2 \(LinkedLibraries.nghttp2 ?? "none (libcurl without HTTP/2)")")
+        lines.append(LinkedLibraries.openSSL)
+        lines.append("SQLite \(StateStore.sqliteVersion)")
+        return lines.joined(separator: "\n")
+    }
 }
 
 /// The entry point. ArgumentParser exits 64 (EX_USAGE) for a usage error; herald's documented
