@@ -37,9 +37,12 @@ build: deps
 release: deps
 	swift build -c release --product herald
 
+# The delivery, simulator and end-to-end suites run a second time with the libcurl shims off
+# (docs/delivery.md), so plain libcurl's path is tested on every change.
 test: deps test-deps
 	swift build --build-tests
 	swift test --skip-build
+	HERALD_LIBCURL_SHIMS=off swift test --skip-build --filter 'HeraldDeliveryTests|HeraldSimulatorTests|HeraldEndToEndTests'
 
 # A fresh demo campaign each time: its state and reports are reset first, so the demo always
 # shows a full send. (Running `herald run jobs/demo.yaml` again without the reset shows resume:

@@ -74,7 +74,8 @@ static int noting_close(void *session, int32_t stream_id, uint32_t error_code, v
 void nghttp2_session_callbacks_set_on_stream_close_callback(void *callbacks, close_cb cb) {
     static void *cache;
     set_close_fn next = (set_close_fn)nghttp2_next("nghttp2_session_callbacks_set_on_stream_close_callback", &cache);
-    next(callbacks, adopt_libcurl_callback((void **)&libcurl_close_cb, (void *)cb) ? noting_close : cb);
+    int ours = shim_engaged(HERALD_SHIM_CLOSED_STREAMS) && adopt_libcurl_callback((void **)&libcurl_close_cb, (void *)cb);
+    next(callbacks, ours ? noting_close : cb);
 }
 
 int nghttp2_submit_rst_stream(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code) {

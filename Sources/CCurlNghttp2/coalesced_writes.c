@@ -134,7 +134,8 @@ void coalesced_writes_count(herald_shim_counts *counts) {
 void nghttp2_session_callbacks_set_send_callback(void *callbacks, herald_deliver_fn cb) {
     static void *cache;
     set_send_fn next = (set_send_fn)nghttp2_next("nghttp2_session_callbacks_set_send_callback", &cache);
-    next(callbacks, adopt_libcurl_callback((void **)&libcurl_send_cb, (void *)cb) ? herald_coalesced_collect : cb);
+    int ours = shim_engaged(HERALD_SHIM_COALESCED_WRITES) && adopt_libcurl_callback((void **)&libcurl_send_cb, (void *)cb);
+    next(callbacks, ours ? herald_coalesced_collect : cb);
 }
 
 int nghttp2_session_send(void *session) {

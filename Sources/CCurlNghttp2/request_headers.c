@@ -130,7 +130,7 @@ static ssize_t read_body(void *session, int32_t stream_id, uint8_t *buf, size_t 
 int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
                                const void *data_prd, void *stream_user_data) {
     submit_fn next = next_submit();
-    herald_request_headers *h = stream_user_data ? request_headers_lookup(stream_user_data) : NULL;
+    herald_request_headers *h = stream_user_data && shim_engaged(HERALD_SHIM_REQUEST_HEADERS) ? request_headers_lookup(stream_user_data) : NULL;
     if (!h || h->withheld || h->count == 0) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
     herald_nv on_stack[ON_STACK];
     size_t total = nvlen + h->count;
@@ -177,6 +177,7 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
 }
 
 int herald_request_headers_in_effect(void) {
+    if (!shim_engaged(HERALD_SHIM_REQUEST_HEADERS)) return 0;
     void *first = dlsym(RTLD_DEFAULT, "nghttp2_submit_request");
     return first == (void *)&nghttp2_submit_request && next_submit() != NULL;
 }

@@ -90,7 +90,8 @@ pass:
 void nghttp2_session_callbacks_set_on_header_callback(void *callbacks, on_header_fn cb) {
     static void *cache;
     set_on_header_fn next = (set_on_header_fn)nghttp2_next("nghttp2_session_callbacks_set_on_header_callback", &cache);
-    next(callbacks, adopt_libcurl_callback((void **)&libcurl_on_header, (void *)cb) ? taking_header : cb);
+    int ours = shim_engaged(HERALD_SHIM_RESPONSE_HEADERS) && adopt_libcurl_callback((void **)&libcurl_on_header, (void *)cb);
+    next(callbacks, ours ? taking_header : cb);
 }
 
 void response_headers_count(herald_shim_counts *counts) {

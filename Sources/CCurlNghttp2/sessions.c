@@ -11,6 +11,12 @@
 typedef int (*client_new2_fn)(void **session, const void *callbacks, void *user_data, const void *option);
 typedef void (*session_del_fn)(void *session);
 
+static unsigned engaged;
+
+void herald_shims_engage(unsigned mask) { __atomic_store_n(&engaged, mask, __ATOMIC_RELEASE); }
+unsigned herald_shims_engaged(void) { return __atomic_load_n(&engaged, __ATOMIC_ACQUIRE); }
+int shim_engaged(unsigned bit) { return (herald_shims_engaged() & bit) != 0; }
+
 void *nghttp2_next(const char *name, void **cache) {
     void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
     if (!f) {

@@ -14,6 +14,9 @@ void response_headers_forget_session(void *session);
 // set-callback calls, is libcurl's: the first one given is kept in *registered as libcurl's (one
 // user of nghttp2 in the process, with one callback per hook), any other is left alone.
 void *nghttp2_next(const char *name, void **cache);
+// Whether the shim `bit` (Shims.h) is engaged.
+#include "Shims.h"
+int shim_engaged(unsigned bit);
 
 // Each file's share of herald_shim_counts_on_this_thread (sessions.c).
 #include "ShimCounts.h"

@@ -106,11 +106,18 @@ public struct APNsSpec: Sendable {
     public var certificate: CertificateAuthSpec?
     /// nil: libcurl's default (the `https_proxy` environment variable, if set).
     public var proxy: ProxySpec?
+    /// `apns.libcurl_shims`: whether herald's shims between libcurl and nghttp2 may carry the
+    /// requests (where the loaded versions were verified); off sends through plain libcurl.
+    public var libcurlShims = LibcurlShimsSetting.on
     public init(endpoint: APNsEndpoint, caFile: String? = nil, topic: String, auth: TokenAuthSpec?,
                 connections: Int = 1, streamsPerConnection: Int = 500) {
         self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth
         self.connections = connections; self.streamsPerConnection = streamsPerConnection
     }
+}
+
+public enum LibcurlShimsSetting: String, Sendable, CaseIterable {
+    case on, off
 }
 
 public enum MissingFieldPolicy: String, Sendable, CaseIterable {

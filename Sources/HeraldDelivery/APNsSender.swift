@@ -22,6 +22,8 @@ public final class APNsSender: @unchecked Sendable {
 
     public init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?) throws(DeliveryError) {
         guard CurlGlobal.initialised else { throw .curl(operation: "curl_global_init", code: -1, message: "libcurl could not be initialised") }
+        // Before the first connection; `herald run` has decided already, with the job's setting.
+        LibcurlShims.engage(environment: ProcessInfo.processInfo.environment)
         shared = EngineShared(streams: max(1, settings.maxStreams), token: token)
         var ws: [ConnectionWorker] = []
         for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }

@@ -108,8 +108,9 @@ extension Context {
             if v < 1 { throw m.error(key, "must be at least 1s") }
             timeouts[key] = v
         }
+        let shims = try m.choice("libcurl_shims", LibcurlShimsSetting.self)
         try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
-                             "connect_timeout", "request_timeout", "idle_timeout"])
+                             "connect_timeout", "request_timeout", "idle_timeout", "libcurl_shims"])
         var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
         spec.simulator = rules
         spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
@@ -117,6 +118,7 @@ extension Context {
         spec.idleTimeout = timeouts["idle_timeout"] ?? spec.idleTimeout
         spec.certificate = certificate
         spec.proxy = proxy
+        spec.libcurlShims = shims ?? .on
         return spec
     }
 

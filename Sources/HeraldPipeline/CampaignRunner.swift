@@ -72,6 +72,9 @@ public final class CampaignRunner {
             return report
         }
         defer { withExtendedLifetime(lock) {} }
+        // Before any connection (the probe's included): which shims carry the requests, and why any is off.
+        let shims = LibcurlShims.engage(requested: spec.apns.libcurlShims == .on, environment: ProcessInfo.processInfo.environment)
+        logger.info("\(shims.summary)")
 
         let store: StateStore
         let payloads: PayloadRenderer

@@ -39,6 +39,14 @@ import Testing
         #expect(pem.apns.certificate == .pem(certificatePath: dir.file("keys/push.pem"), keyPath: dir.file("keys/push.key"), passwordEnv: nil))
     }
 
+    @Test func libcurlShimsAreOnUnlessTheJobTurnsThemOff() throws {
+        #expect(try load(apns: "", auth: true).apns.libcurlShims == .on)
+        #expect(try load(apns: "  libcurl_shims: off", auth: true).apns.libcurlShims == .off)
+        #expect(try load(apns: "  libcurl_shims: on", auth: true).apns.libcurlShims == .on)
+        let error = try failure(apns: "  libcurl_shims: maybe", auth: true)
+        #expect(error.message.contains("apns.libcurl_shims must be one of on, off, not \"maybe\""), "\(error)")
+    }
+
     @Test func certificateMistakesNameTheField() throws {
         let cases: [(String, Bool, String, String)] = [
             ("  certificate: { p12_file: ../keys/push.p12 }", true, "production", "apns.certificate and apns.auth are alternatives"),

@@ -98,8 +98,13 @@ import Testing
         #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
         #expect(f.sim.requestLog.entries().count == 200)
         let resets = sender.probe.shim
-        #expect(resets.resetsDropped >= 199 && resets.resetsDropped <= 200, "\(resets)")
-        #expect(resets.resetsPassed == 0, "no stream was open when its transfer ended: \(resets)")
+        if shimEngaged(.closedStreams) {
+            #expect(resets.resetsDropped >= 199 && resets.resetsDropped <= 200, "\(resets)")
+            #expect(resets.resetsPassed == 0, "no stream was open when its transfer ended: \(resets)")
+        } else {
+            // Off is off: libcurl 7.88's reset of every finished stream reaches nghttp2.
+            #expect(resets.resetsDropped == 0 && resets.resetsPassed >= 199, "\(resets)")
+        }
     }
 
     /// NIO answers streams opened after its GOAWAY with RST_STREAM REFUSED_STREAM
