@@ -102,10 +102,12 @@ class StandIn:
         self.ca = os.path.join(STANDIN, "certs", "ca.pem")
         self.key = os.path.join(STANDIN, "certs", f"AuthKey_{KEY_ID}.p8")
 
-    def start(self, goaway_after=None):
+    def start(self, goaway_after=None, latency_ms=0):
         cmd = [os.path.join(STANDIN, "start.sh"), "--port", str(self.port), "--cpu", SERVER_CPU]
         if goaway_after:
             cmd += ["--goaway-after", str(goaway_after)]
+        if latency_ms:
+            cmd += ["--latency-ms", str(latency_ms)]
         subprocess.run(cmd, check=True, capture_output=True)
 
     def stop(self):
@@ -225,8 +227,8 @@ def run_curl(config, n):
             "statuses": statuses, "connections": sum(int(c) for _, c in lines)}
 
 
-def run_h2load(si, jwt, payload, uris, n):
-    cmd = ["h2load", "-n", str(n), "-c", "1", "-m", "500", "-t", "1", "-d", payload, "-i", uris,
+def run_h2load(si, jwt, payload, uris, n, connections=1, streams=500):
+    cmd = ["h2load", "-n", str(n), "-c", str(connections), "-m", str(streams), "-t", "1", "-d", payload, "-i", uris,
            "-H", f"authorization: bearer {jwt}", "-H", f"apns-topic: {TOPIC}", "-H", "apns-push-type: alert",
            "-H", "apns-priority: 10", "-H", f"apns-id: {APNS_ID}", "-H", f"apns-collapse-id: {COLLAPSE}",
            "-H", "content-type: application/json"]

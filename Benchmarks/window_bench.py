@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""herald at Apple-like latency: throughput and peak RSS against the in-flight window.
+
+A real campaign meets a 20-150 ms round trip to APNs, so throughput is connections x streams /
+latency, and a sender needs many streams in flight. This starts the nginx stand-in answering each
+push LATENCY_MS (50) after its body was read (start.sh --latency-ms), then for each window
+(1x200, 1x1000, 4x1000, 8x1000 by default; WINDOWS="1x1000 4x1000" to choose) runs release
+`herald run` end to end on a WINDOW_ROWS (200000) campaign under GNU time, and h2load with the
+same connections x streams on the same request shape. It prints, per window: herald's rate,
+h2load's, their ratio, the theoretical connections x streams / latency, and herald's peak RSS;
+and writes bench-out/window.json.
+
+Usage: window_bench.py [HERALD_BINARY]   (default .build/release/herald)
+Skips (exit 0, with a message) without nginx-light or h2load.
+"""
+import json, os, random, shutil, sys
+
+import standin_bench as sb
+
+
+def main():
+    herald = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(sb.ROOT, ".build/release/herald"))
+    if not (shutil.which("nginx") and shutil.which("h2load") and os.path.exists("/usr/lib/nginx/modules/ngx_http_echo_module.so")):
+        print("window bench skipped: needs nginx-light and nghttp2-client (apt-get install -y nginx-light nghttp2-client)")
+        return
+    rows = int(os.environ.get("WINDOW_ROWS", "200000"))
+    latency = int(os.environ.get("LATENCY_MS", "50"))
+    windows = [tuple(int(x) for x in w.split("x")) for w in os.environ.get("WINDOWS", "1x200 1x1000 4x1000 8x1000").split()]
+    for d in ("jobs", "state", "reports", "data"):
+        os.makedirs(os.path.join(sb.WORK, d), exist_ok=True)
+    data = os.path.join(sb.WORK, "data")
+    audience = os.path.join(data, f"audience_{rows}.csv.gz")
+    sb.gen_audience(audience, rows)
+    payload = os.path.join(data, "payload.json")
+    with open(payload, "w") as f:
+        json.dump(sb.PAYLOAD, f, separators=(",", ":"))
+    uris = os.path.join(data, "h2load_uris.txt")
+    rnd = random.Random(3)
+    si = sb.StandIn(sb.free_port())
+    with open(uris, "w") as f:
+        for i in range(20000):
+            f.write(f"{si.url}/3/device/{sb.token(rnd, i)}\n")
+    si.stop()
+    si.start(latency_ms=latency)
+    results = []
+    try:
+        jwt = sb.make_jwt(si.key)
+        for connections, streams in windows:
+            name = f"window-{connections}x{streams}"
+            job = sb.write_job(name, audience, si, connections, streams)
+            h = sb.run_herald(herald, job, name)
+            peer = sb.run_h2load(si, jwt, payload, uris, min(rows, 200000), connections, streams)
+            ceiling = connections * streams * 1000 / latency
+            row = {"window": f"{connections}x{streams}", "latency_ms": latency, "herald": h, "h2load": peer,
+                   "theoretical_rate": ceiling}
+            if "rate" in h and "rate" in peer:
+                row["herald_over_h2load"] = round(h["rate"] / peer["rate"], 2)
+            if "rate" in h:
+                row["herald_over_theoretical"] = round(h["rate"] / ceiling, 2)
+            results.append(row)
+            sb.log(f"{connections}x{streams} at {latency} ms: herald {h.get('rate', h.get('error'))}/s "
+                   f"(peak RSS {h.get('peak_rss_mib')} MiB), h2load {peer.get('rate', peer.get('error'))}/s, "
+                   f"theoretical {ceiling:,.0f}/s")
+    finally:
+        si.stop()
+    os.makedirs(sb.OUT, exist_ok=True)
+    with open(os.path.join(sb.OUT, "window.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"window bench: figures in {os.path.join(sb.OUT, 'window.json')}")
+
+
+if __name__ == "__main__":
+    main()
