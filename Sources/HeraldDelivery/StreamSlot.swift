@@ -58,11 +58,15 @@ final class StreamSlot {
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPIDLE, max(1, settings.keepAliveSeconds)), "set TCP keepalive idle")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_TCP_KEEPINTVL, max(1, settings.keepAliveSeconds / 2)), "set TCP keepalive interval")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_MAXAGE_CONN, max(1, settings.idleTimeoutMs / 1000)), "set idle connection age")
-        // APNs answers are a few hundred bytes and bodies at most 5 KiB: libcurl's default 16 KiB
-        // download and 64 KiB upload buffers per handle would cost ~30 MB over 400 streams.
-        try curlCheck(herald_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 4096), "set receive buffer size")
+        // Every slot is a request in flight, so what a slot holds is multiplied by the window
+        // (thousands of streams at Apple's latency). APNs answers are a few hundred bytes: the
+        // smallest receive buffer libcurl takes (https://curl.se/libcurl/c/CURLOPT_BUFFERSIZE.html,
+        // "The minimum buffer size allowed to be set is 1024") holds one; the upload buffer stays at
+        // its minimum, 16 KiB. The body buffer starts at 1 KiB (a typical payload is a few hundred
+        // bytes) and grows to the largest payload the slot has carried.
+        try curlCheck(herald_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 1024), "set receive buffer size")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 16_384), "set send buffer size")
-        bodyCapacity = 8192
+        bodyCapacity = 1024
         body = .allocate(capacity: bodyCapacity)
         guard let u = curl_url() else { throw .curl(operation: "curl_url", code: -1, message: "out of memory") }
         url = u
