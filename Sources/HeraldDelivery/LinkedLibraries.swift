@@ -11,9 +11,6 @@ public enum LinkedLibraries {
     /// its own version info. nil when libcurl was built without HTTP/2.
     public static var nghttp2: String? { info.flatMap { $0.nghttp2_version.map { String(cString: $0) } } }
 
-    /// The TLS library libcurl uses, "OpenSSL/3.0.19".
-    public static var libcurlTLS: String? { info.flatMap { $0.ssl_version.map { String(cString: $0) } } }
-
     /// The OpenSSL herald signs provider tokens and reads certificates with, "OpenSSL 3.0.19 27 Jan 2026"
     /// (https://docs.openssl.org/3.0/man3/OpenSSL_version/).
     public static var openSSL: String { String(cString: OpenSSL_version(OPENSSL_VERSION)) }
