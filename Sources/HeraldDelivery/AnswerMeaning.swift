@@ -33,12 +33,13 @@ public enum AnswerMeaning: Sendable, Equatable {
         case .answered(200, _, _, _):
             self = .delivered
         case .answered(let status, _, let reason, _):
-            switch APNsReasonTable.action(status: status, reason: reason) {
+            let action = APNsReasonTable.action(status: status, reason: reason)
+            switch action {
             case .permanent: self = .rejected
             case .abortCampaign: self = .abortCampaign
             case .refreshTokenAndRetry: self = .refreshTokenAndRetry
-            case .retryAfterDelay: self = .retryLater(newConnection: false, tooManyRequests: reason == "TooManyRequests")
-            case .retryOnNewConnection: self = .retryLater(newConnection: true, tooManyRequests: reason == "TooManyRequests")
+            case .retryAfterDelay, .retryOnNewConnection:
+                self = .retryLater(newConnection: action == .retryOnNewConnection, tooManyRequests: reason == "TooManyRequests")
             }
         }
     }
