@@ -2,7 +2,7 @@
 # Every target first makes sure the system libraries are there (installing them with apt-get when
 # run as root, printing the exact command otherwise).
 SHELL := /bin/bash
-SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libssl-dev zlib1g-dev
+SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev zlib1g-dev
 # Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests).
 TEST_PACKAGES := chromium
 # Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).

@@ -30,11 +30,11 @@
 #include <stdlib.h>
 #include "sessions.h"
 
-typedef int (*rst_fn)(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code);
-typedef int (*close_cb)(void *session, int32_t stream_id, uint32_t error_code, void *user_data);
-typedef void (*set_close_fn)(void *callbacks, close_cb cb);
+typedef __typeof__(&nghttp2_submit_rst_stream) rst_fn;
+typedef nghttp2_on_stream_close_callback close_cb;
+typedef __typeof__(&nghttp2_session_callbacks_set_on_stream_close_callback) set_close_fn;
 
-enum { NGHTTP2_STREAM_CLOSED = 5, SLOTS = 2048 };
+enum { SLOTS = 2048 };
 
 /// Closed streams by (stream id / 2) mod SLOTS: client streams are odd and numbered in order,
 /// so streams closed less than SLOTS streams apart never share a slot (a connection has at most
@@ -61,7 +61,7 @@ void closed_streams_forget(void *session) {
     }
 }
 
-static int noting_close(void *session, int32_t stream_id, uint32_t error_code, void *user_data) {
+static int noting_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data) {
     if (!closed) closed = calloc(SLOTS, sizeof *closed);
     if (closed && stream_id > 0) {
         struct note *n = slot(stream_id);
@@ -71,14 +71,14 @@ static int noting_close(void *session, int32_t stream_id, uint32_t error_code, v
     return libcurl_close_cb(session, stream_id, error_code, user_data);
 }
 
-void nghttp2_session_callbacks_set_on_stream_close_callback(void *callbacks, close_cb cb) {
+void nghttp2_session_callbacks_set_on_stream_close_callback(nghttp2_session_callbacks *callbacks, close_cb cb) {
     static void *cache;
     set_close_fn next = (set_close_fn)nghttp2_next("nghttp2_session_callbacks_set_on_stream_close_callback", &cache);
     int ours = shim_engaged(HERALD_SHIM_CLOSED_STREAMS) && adopt_libcurl_callback((void **)&libcurl_close_cb, (void *)cb);
     next(callbacks, ours ? noting_close : cb);
 }
 
-int nghttp2_submit_rst_stream(void *session, uint8_t flags, int32_t stream_id, uint32_t error_code) {
+int nghttp2_submit_rst_stream(nghttp2_session *session, uint8_t flags, int32_t stream_id, uint32_t error_code) {
     static void *cache;
     rst_fn next = (rst_fn)nghttp2_next("nghttp2_submit_rst_stream", &cache);
     if (error_code == NGHTTP2_STREAM_CLOSED && stream_id > 0 && closed) {

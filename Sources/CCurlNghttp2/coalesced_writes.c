@@ -30,10 +30,10 @@
 #include "CoalescedWrites.h"
 #include "sessions.h"
 
-typedef void (*set_send_fn)(void *callbacks, herald_deliver_fn cb);
-typedef int (*want_write_fn)(void *session);
+typedef __typeof__(&nghttp2_session_callbacks_set_send_callback) set_send_fn;
+typedef __typeof__(&nghttp2_session_want_write) want_write_fn;
 
-enum { ERR_WOULDBLOCK = -504, ERR_CALLBACK_FAILURE = -902, BOXES = 8, CAPACITY = 65536 };
+enum { ERR_WOULDBLOCK = NGHTTP2_ERR_WOULDBLOCK, ERR_CALLBACK_FAILURE = NGHTTP2_ERR_CALLBACK_FAILURE, BOXES = 8, CAPACITY = 65536 };
 
 struct outbox {
     void *session;
@@ -131,14 +131,16 @@ void coalesced_writes_count(herald_shim_counts *counts) {
     counts->writes_made = writes_made;
 }
 
-void nghttp2_session_callbacks_set_send_callback(void *callbacks, herald_deliver_fn cb) {
+// herald_deliver_fn and herald_produce_fn are nghttp2_send_callback and nghttp2_session_send with
+// the session as void * (CoalescedWrites.h is imported by Swift, which does not see nghttp2.h).
+void nghttp2_session_callbacks_set_send_callback(nghttp2_session_callbacks *callbacks, nghttp2_send_callback cb) {
     static void *cache;
     set_send_fn next = (set_send_fn)nghttp2_next("nghttp2_session_callbacks_set_send_callback", &cache);
     int ours = shim_engaged(HERALD_SHIM_COALESCED_WRITES) && adopt_libcurl_callback((void **)&libcurl_send_cb, (void *)cb);
-    next(callbacks, ours ? herald_coalesced_collect : cb);
+    next(callbacks, ours ? (nghttp2_send_callback)herald_coalesced_collect : cb);
 }
 
-int nghttp2_session_send(void *session) {
+int nghttp2_session_send(nghttp2_session *session) {
     static void *cache;
     herald_produce_fn next = (herald_produce_fn)nghttp2_next("nghttp2_session_send", &cache);
     herald_deliver_fn deliver = __atomic_load_n(&libcurl_send_cb, __ATOMIC_ACQUIRE);
@@ -146,7 +148,7 @@ int nghttp2_session_send(void *session) {
     return herald_coalesced_send(session, next, deliver);
 }
 
-int nghttp2_session_want_write(void *session) {
+int nghttp2_session_want_write(nghttp2_session *session) {
     static void *cache;
     want_write_fn next = (want_write_fn)nghttp2_next("nghttp2_session_want_write", &cache);
     return next(session) || herald_coalesced_pending(session);

@@ -36,15 +36,9 @@
 #include "RequestHeaders.h"
 #include "sessions.h"
 
-typedef int32_t (*submit_fn)(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
-                             const void *data_prd, void *stream_user_data);
+typedef __typeof__(&nghttp2_submit_request) submit_fn;
 
-enum { BUCKETS = 1024, ON_STACK = 32, REPLACING_MAX = 8, DATA_FLAG_EOF = 1, ERR_TEMPORAL_CALLBACK_FAILURE = -521 };
-
-/// nghttp2_data_provider and its read callback.
-typedef ssize_t (*read_fn)(void *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
-                           void *source, void *user_data);
-typedef struct { void *source; read_fn read_callback; } data_provider;
+enum { BUCKETS = 1024, ON_STACK = 32, REPLACING_MAX = 8 };
 
 /// Registered fields by easy handle. A mutex, because slots are created and freed on their
 /// connection's thread while other connections look up theirs; it is held only to search.
@@ -112,30 +106,33 @@ static void add_fields(herald_nv *out, size_t *n, const herald_request_headers *
 /// Copies the next part of the registered body; `source` is the registration. A stream other
 /// than the one the body was submitted with is an older request of the same handle, already
 /// answered, whose body was replaced: nghttp2 resets it.
-static ssize_t read_body(void *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
-                         void *source, void *user_data) {
+static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+                         nghttp2_data_source *source, void *user_data) {
     (void)session;
     (void)user_data;
-    herald_request_headers *h = *(herald_request_headers **)source;
-    if (stream_id != h->stream_id || !h->body) return ERR_TEMPORAL_CALLBACK_FAILURE;
+    herald_request_headers *h = source->ptr;
+    if (stream_id != h->stream_id || !h->body) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     size_t left = h->body_length - h->body_sent;
     size_t n = left < length ? left : length;
     if (n < left) bodies_split++;
     memcpy(buf, h->body + h->body_sent, n);
     h->body_sent += n;
-    if (h->body_sent == h->body_length) *data_flags |= DATA_FLAG_EOF;
+    if (h->body_sent == h->body_length) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
 
-int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald_nv *nva, size_t nvlen,
-                               const void *data_prd, void *stream_user_data) {
+int32_t nghttp2_submit_request(nghttp2_session *session, const nghttp2_priority_spec *pri_spec, const nghttp2_nv *request_nva,
+                               size_t nvlen, const nghttp2_data_provider *data_prd, void *stream_user_data) {
     submit_fn next = next_submit();
+    // herald_nv is nghttp2_nv's layout (checked in layouts.c): libcurl's fields and the
+    // registration's are merged as one array.
+    const herald_nv *nva = (const herald_nv *)request_nva;
     herald_request_headers *h = stream_user_data && shim_engaged(HERALD_SHIM_REQUEST_HEADERS) ? request_headers_lookup(stream_user_data) : NULL;
-    if (!h || h->withheld || h->count == 0) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
+    if (!h || h->withheld || h->count == 0) return next(session, pri_spec, request_nva, nvlen, data_prd, stream_user_data);
     herald_nv on_stack[ON_STACK];
     size_t total = nvlen + h->count;
     herald_nv *all = total <= ON_STACK ? on_stack : malloc(total * sizeof *all);
-    if (!all) return next(session, pri_spec, nva, nvlen, data_prd, stream_user_data);
+    if (!all) return next(session, pri_spec, request_nva, nvlen, data_prd, stream_user_data);
     // Where libcurl's own field of each replacing field's name sits, if it has one.
     long found[REPLACING_MAX];
     size_t replacing = h->replacing < h->count ? h->replacing : h->count;
@@ -160,12 +157,12 @@ int32_t nghttp2_submit_request(void *session, const void *pri_spec, const herald
         field->valuelen = h->nv[i].valuelen;
     }
     // The body is ours to send (libcurl was told there is none), whatever data source libcurl offered.
-    data_provider body = { .source = h, .read_callback = read_body };
+    nghttp2_data_provider body = { .source = { .ptr = h }, .read_callback = read_body };
     if (h->body) {
         h->body_sent = 0;
         data_prd = &body;
     }
-    int32_t stream_id = next(session, pri_spec, all, n, data_prd, stream_user_data);
+    int32_t stream_id = next(session, pri_spec, (const nghttp2_nv *)all, n, data_prd, stream_user_data);
     if (stream_id > 0) {
         h->pending = 0;
         h->stream_id = stream_id;

@@ -18,14 +18,9 @@
 #include <string.h>
 #include "sessions.h"
 
-typedef int (*on_header_fn)(void *session, const void *frame, const uint8_t *name, size_t namelen,
-                            const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data);
-typedef void (*set_on_header_fn)(void *callbacks, on_header_fn cb);
-typedef void *(*stream_user_data_fn)(void *session, int32_t stream_id);
-
-/// nghttp2_frame_hd, with which every nghttp2_frame begins.
-struct frame_hd { size_t length; int32_t stream_id; uint8_t type; uint8_t flags; uint8_t reserved; };
-enum { FRAME_HEADERS = 0x01 };
+typedef nghttp2_on_header_callback on_header_fn;
+typedef __typeof__(&nghttp2_session_callbacks_set_on_header_callback) set_on_header_fn;
+typedef __typeof__(&nghttp2_session_get_stream_user_data) stream_user_data_fn;
 
 static on_header_fn libcurl_on_header;
 static _Thread_local unsigned long taken, dropped;
@@ -42,7 +37,7 @@ void response_headers_forget_session(void *session) {
     if (last.session == session) last.h = NULL, last.session = NULL;
 }
 
-static herald_request_headers *registration(void *session, int32_t stream_id) {
+static herald_request_headers *registration(nghttp2_session *session, int32_t stream_id) {
     if (last.session == session && last.stream_id == stream_id) {
         // Still this stream's: the slot may have moved on to a new request since.
         return last.h && last.h->stream_id == stream_id ? last.h : NULL;
@@ -63,11 +58,10 @@ static int named(const uint8_t *name, size_t namelen, const char *want, size_t w
     return namelen == wantlen && memcmp(name, want, wantlen) == 0;
 }
 
-static int taking_header(void *session, const void *frame, const uint8_t *name, size_t namelen,
+static int taking_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
                          const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
-    const struct frame_hd *hd = frame;
-    if (namelen == 0 || name[0] == ':' || hd->type != FRAME_HEADERS) goto pass;
-    herald_request_headers *h = registration(session, hd->stream_id);
+    if (namelen == 0 || name[0] == ':' || frame->hd.type != NGHTTP2_HEADERS) goto pass;
+    herald_request_headers *h = registration(session, frame->hd.stream_id);
     if (!h) goto pass;
     if (named(name, namelen, "apns-id", 7)) {
         if (valuelen > HERALD_ANSWER_VALUE_MAX) goto pass;
@@ -87,7 +81,7 @@ pass:
     return libcurl_on_header(session, frame, name, namelen, value, valuelen, flags, user_data);
 }
 
-void nghttp2_session_callbacks_set_on_header_callback(void *callbacks, on_header_fn cb) {
+void nghttp2_session_callbacks_set_on_header_callback(nghttp2_session_callbacks *callbacks, on_header_fn cb) {
     static void *cache;
     set_on_header_fn next = (set_on_header_fn)nghttp2_next("nghttp2_session_callbacks_set_on_header_callback", &cache);
     int ours = shim_engaged(HERALD_SHIM_RESPONSE_HEADERS) && adopt_libcurl_callback((void **)&libcurl_on_header, (void *)cb);

@@ -8,8 +8,8 @@
 #include <dlfcn.h>
 #include "sessions.h"
 
-typedef int (*client_new2_fn)(void **session, const void *callbacks, void *user_data, const void *option);
-typedef void (*session_del_fn)(void *session);
+typedef __typeof__(&nghttp2_session_client_new2) client_new2_fn;
+typedef __typeof__(&nghttp2_session_del) session_del_fn;
 
 static unsigned engaged;
 
@@ -46,7 +46,8 @@ static void forget(void *session) {
     response_headers_forget_session(session);
 }
 
-int nghttp2_session_client_new2(void **session, const void *callbacks, void *user_data, const void *option) {
+int nghttp2_session_client_new2(nghttp2_session **session, const nghttp2_session_callbacks *callbacks, void *user_data,
+                                const nghttp2_option *option) {
     static void *cache;
     client_new2_fn next = (client_new2_fn)nghttp2_next("nghttp2_session_client_new2", &cache);
     int rv = next(session, callbacks, user_data, option);
@@ -54,7 +55,7 @@ int nghttp2_session_client_new2(void **session, const void *callbacks, void *use
     return rv;
 }
 
-void nghttp2_session_del(void *session) {
+void nghttp2_session_del(nghttp2_session *session) {
     static void *cache;
     session_del_fn next = (session_del_fn)nghttp2_next("nghttp2_session_del", &cache);
     forget(session);

@@ -1,6 +1,10 @@
 #ifndef HERALD_CCURL_NGHTTP2_SESSIONS_H
 #define HERALD_CCURL_NGHTTP2_SESSIONS_H
 
+// The nghttp2 types and calls this target defines come from nghttp2.h (libnghttp2-dev): each
+// definition here has the header's own prototype, so an nghttp2 whose calls changed fails the
+// build, and layouts.c checks the layouts herald's public headers mirror for Swift.
+#include <nghttp2/nghttp2.h>
 #include "CoalescedWrites.h"
 
 // What the files of this target keep per nghttp2 session, forgotten when nghttp2 creates or

@@ -30,6 +30,9 @@ final class StreamSlot {
     private var apnsIdLength = -1
     private var body: UnsafeMutablePointer<UInt8>
     private var bodyCapacity: Int
+    /// Whether libcurl is set up to send `body` itself (a POST with CURLOPT_POSTFIELDS) or to send
+    /// a bodiless request whose method is POST while nghttp2 takes the body from `fields`.
+    private var libcurlSendsBody = true
     /// The request URL, parsed once (CURLOPT_CURLU): per request only its path is replaced.
     /// Given a URL string, libcurl parses it and assembles it again on every request
     /// (curl_url_set, curl_url_get, aprintf), work repeated on the connection thread for every push.
@@ -61,9 +64,13 @@ final class StreamSlot {
         // Every slot is a request in flight, so what a slot holds is multiplied by the window
         // (thousands of streams at Apple's latency). APNs answers are a few hundred bytes: the
         // smallest receive buffer libcurl takes (https://curl.se/libcurl/c/CURLOPT_BUFFERSIZE.html,
-        // "The minimum buffer size allowed to be set is 1024") holds one; the upload buffer stays at
-        // its minimum, 16 KiB. The body buffer starts at 1 KiB (a typical payload is a few hundred
-        // bytes) and grows to the largest payload the slot has carried.
+        // "The minimum buffer size allowed to be set is 1024") holds one. A request whose body
+        // libcurl uploads itself gets an upload buffer, kept by the handle until it is cleaned up,
+        // of at least 16 KiB (https://curl.se/libcurl/c/CURLOPT_UPLOAD_BUFFERSIZE.html, "The minimum
+        // buffer size allowed to be set is 16 kilobytes"): where nghttp2 takes the body from
+        // `fields`, libcurl sends a request without a body and never allocates one (`prepare`).
+        // The body buffer starts at 1 KiB (a typical payload is a few hundred bytes) and grows to
+        // the largest payload the slot has carried.
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 1024), "set receive buffer size")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 16_384), "set send buffer size")
         bodyCapacity = 1024
@@ -123,7 +130,9 @@ final class StreamSlot {
             body.deallocate()
             bodyCapacity = r.payload.count
             body = .allocate(capacity: bodyCapacity)
-            try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
+            if libcurlSendsBody {
+                try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
+            }
         }
         r.payload.withUnsafeBufferPointer { p in
             if let base = p.baseAddress { body.update(from: base, count: p.count) }
@@ -133,9 +142,15 @@ final class StreamSlot {
                 try setList(CurlEasy.suppressedDefaultHeaders + fieldsClearLibcurls, key: nil, apnsId: nil)
             }
             // nghttp2 takes the body from the fields' registration, right behind the HEADERS
-            // frame; to libcurl the request has none, so it has no upload of its own to run.
+            // frame; to libcurl the request is a POST without a body (CURLOPT_HTTPGET, then
+            // CURLOPT_CUSTOMREQUEST "POST": https://curl.se/libcurl/c/CURLOPT_CUSTOMREQUEST.html),
+            // so it runs no upload of its own and allocates no upload buffer for this handle.
             fields.prepare(r, key: key, jwt: jwt, body: body)
-            try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, 0), "set body size")
+            if libcurlSendsBody {
+                try curlCheck(herald_easy_setopt_long(h, CURLOPT_HTTPGET, 1), "set bodiless request")
+                try curlCheck(herald_easy_setopt_cstr(h, CURLOPT_CUSTOMREQUEST, "POST"), "set request method")
+                libcurlSendsBody = false
+            }
             try setURL(baseURL: baseURL, token: nil)
             sentWithFields = true
         } else {
@@ -148,6 +163,11 @@ final class StreamSlot {
                 // The first node is "apns-id: <id>", same length: overwrite the id in place.
                 var id = r.apnsId
                 id.withUTF8 { u in UnsafeMutableRawPointer(data + 9).copyMemory(from: u.baseAddress!, byteCount: u.count) }
+            }
+            if !libcurlSendsBody {
+                try curlCheck(herald_easy_setopt_cstr(h, CURLOPT_CUSTOMREQUEST, nil), "set request method")
+                try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")
+                libcurlSendsBody = true
             }
             try curlCheck(herald_easy_setopt_off(h, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(r.payload.count)), "set body size")
             try setURL(baseURL: baseURL, token: r.token)
