@@ -29,7 +29,9 @@ final class RequestFields {
     private let registered: UnsafeMutablePointer<herald_request_headers>
     private let nv: UnsafeMutablePointer<herald_nv>
     private var bytes: UnsafeMutablePointer<UInt8>
-    private var capacity = 1024
+    /// Sized by the first layout (about 500 bytes with a JWT), grown when a later one needs more:
+    /// a slot per request in flight holds one.
+    private var capacity = 0
     private var id: UnsafeMutablePointer<UInt8>
     private var idCapacity = 64
     private var key: StreamSlot.HeaderKey?

@@ -69,11 +69,11 @@ final class StreamSlot {
         // of at least 16 KiB (https://curl.se/libcurl/c/CURLOPT_UPLOAD_BUFFERSIZE.html, "The minimum
         // buffer size allowed to be set is 16 kilobytes"): where nghttp2 takes the body from
         // `fields`, libcurl sends a request without a body and never allocates one (`prepare`).
-        // The body buffer starts at 1 KiB (a typical payload is a few hundred bytes) and grows to
-        // the largest payload the slot has carried.
+        // The body buffer grows to the largest payload the slot has carried (a typical payload is a
+        // few hundred bytes), in steps of 64 bytes.
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_BUFFERSIZE, 1024), "set receive buffer size")
         try curlCheck(herald_easy_setopt_long(h, CURLOPT_UPLOAD_BUFFERSIZE, 16_384), "set send buffer size")
-        bodyCapacity = 1024
+        bodyCapacity = 0
         body = .allocate(capacity: bodyCapacity)
         guard let u = curl_url() else { throw .curl(operation: "curl_url", code: -1, message: "out of memory") }
         url = u
@@ -128,7 +128,7 @@ final class StreamSlot {
                             collapseId: r.collapseId, expiration: r.expiration)
         if r.payload.count > bodyCapacity {
             body.deallocate()
-            bodyCapacity = r.payload.count
+            bodyCapacity = (r.payload.count + 63) & ~63
             body = .allocate(capacity: bodyCapacity)
             if libcurlSendsBody {
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(body)), "set body")

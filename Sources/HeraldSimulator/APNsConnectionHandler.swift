@@ -211,8 +211,10 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             return
         }
         delayedAnswers += 1
+        log.awaitingLatency(true)
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(delay))) {
             self.delayedAnswers -= 1
+            log.awaitingLatency(false)
             guard !self.cut else { return }
             self.answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, context: context)
             if goesAway { self.goAway(context: context) }

@@ -104,6 +104,7 @@ extension SimulatorRequestLog.Stats {
         inner.object("by_status", NDJSONWriter.counts(byStatus) { String($0) })
         inner.object("by_reason", NDJSONWriter.counts(byReason) { $0 })
         inner.object("by_fault", NDJSONWriter.counts(byFault) { $0 })
+        inner.number("peak_awaiting_latency", peakAwaitingLatency)
         var stats = inner.finish()
         stats.removeLast()  // the newline
         var w = NDJSONWriter(capacity: stats.count + 32)

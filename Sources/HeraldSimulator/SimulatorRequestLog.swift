@@ -105,6 +105,9 @@ public final class SimulatorRequestLog: Sendable {
         public var byReason: [String: Int] = [:]
         /// Requests per injected fault (see `Entry.fault`).
         public var byFault: [String: Int] = [:]
+        /// The most answers, over all connections, held back at once by the latency fault: the
+        /// requests a client had in flight while its answers were slow.
+        public var peakAwaitingLatency = 0
         public init() {}
     }
 
@@ -113,6 +116,7 @@ public final class SimulatorRequestLog: Sendable {
         var stats = Stats()
         var fd: Int32 = -1
         var fileFailed = false
+        var awaitingLatency = 0
     }
 
     private let state: Mutex<State>
@@ -151,6 +155,13 @@ public final class SimulatorRequestLog: Sendable {
 
     func connectionOpened() { state.withLock { $0.stats.connections += 1 } }
     func connectionClosed() { state.withLock { $0.stats.connectionsClosed += 1 } }
+    /// An answer starts (`true`) or stops waiting for the latency fault.
+    func awaitingLatency(_ starts: Bool) {
+        state.withLock {
+            $0.awaitingLatency += starts ? 1 : -1
+            $0.stats.peakAwaitingLatency = max($0.stats.peakAwaitingLatency, $0.awaitingLatency)
+        }
+    }
 
     /// Counts one request and, when entries are wanted, keeps and writes it. The line goes to the
     /// file with one write(2) before the next request's, so a crash loses at most the line being

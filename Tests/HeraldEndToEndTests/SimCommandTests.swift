@@ -102,6 +102,35 @@ import Testing
         #expect(lines.dropLast().allSatisfy { ($0["headers"] as? [String: String])?["apns-topic"] == "com.example.app" })
     }
 
+    /// Slow answers are not pushback: with every answer 300 ms away, `herald run` keeps its whole
+    /// window in flight (adaptive concurrency shrinks it on 429s, 5xx and lost connections only).
+    @Test func slowAnswersKeepEveryStreamInFlight() throws {
+        let key = TestKey()
+        let (sim, url) = try start(["--latency-ms", "300"], key: key)
+        defer { _ = sim.stop() }
+        let tokens = (1...500).map { Self.token($0) }
+        try dir.write("data/slow.csv", (["token"] + tokens).joined(separator: "\n") + "\n")
+        let job = try dir.write("jobs/slow.yaml", """
+            campaign: sim-slow
+            audience: { files: [../data/slow.csv] }
+            apns:
+              endpoint: production
+              topic: com.example.app
+              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
+              connections: 1
+              streams_per_connection: 100
+            push:
+              template: { aps: { alert: "hello" } }
+            """)
+        let r = try run(["run", job, "--endpoint", url.absoluteString, "--ca-file", dir.file("sim/ca.pem")])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(sim.stop() == 0)
+        let lines = try logLines()
+        let stats = try #require(lines.last?["stats"] as? [String: Any])
+        #expect(stats["requests"] as? Int == 500 && (stats["by_status"] as? [String: Int])?["200"] == 500)
+        #expect(stats["peak_awaiting_latency"] as? Int == 100, "every stream in flight at once: \(stats)")
+    }
+
     @Test func badConfigurationIsOneLineAndExitTwo() throws {
         let pub = try dir.write("pub.pem", TestKey().publicKeyPEM)
         let auth = ["--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub]
