@@ -1,6 +1,6 @@
 // swift-tools-version:6.1
 // herald: a bulk push-campaign runner for APNs. One module per pipeline stage; dependencies point
-// one way: Core <- Job, Audience, Payload, State, Delivery, Simulator; State <- Reports <- Operations;
+// one way: Core <- Job, Audience, Payload, State, Delivery, Simulator; State <- Reports <- Operations; Delivery <- Operations;
 // all of them <- Pipeline <- herald. Each target declares exactly the modules its files import
 // (docs/architecture.md has the diagram and the check).
 import PackageDescription
@@ -56,9 +56,9 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
         // What an operator sees and steers beside a run: log lines and their redaction, progress,
-        // the metrics file, sharding.
+        // the metrics file, sharding, cron monitor pings (over HeraldDelivery's HTTPCall), systemd notifications.
         .target(name: "HeraldOperations", dependencies: [
-            "HeraldCore", "HeraldState", "HeraldReports",
+            "HeraldCore", "HeraldState", "HeraldReports", "HeraldDelivery",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),

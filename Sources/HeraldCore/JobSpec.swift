@@ -11,6 +11,8 @@ public struct JobSpec: Sendable {
     /// The campaign's SQLite state file; its directory is the state directory.
     public var statePath: String
     public var reports: ReportsSpec
+    /// The `ops` section: what the systems around a run hear from it.
+    public var ops = OpsSpec()
 
     public init(jobFile: String, campaign: String, audience: AudienceSpec, apns: APNsSpec, push: PushSpec,
                 throttle: ThrottleSpec, retry: RetrySpec, statePath: String, reports: ReportsSpec) {
@@ -215,6 +217,25 @@ public struct RetrySpec: Sendable, Equatable {
     /// past it the recipient stays retryable for the next run (exit 4).
     public var maxElapsed: Int = 600
     public init(maxAttempts: Int = 5, giveUpAfter: Int = 86_400) { self.maxAttempts = maxAttempts; self.giveUpAfter = giveUpAfter }
+}
+
+/// Job section `ops`.
+public struct OpsSpec: Sendable, Equatable {
+    /// `ops.ping_url`: a cron monitor's check URL (healthchecks.io's convention), pinged at the
+    /// start and the end of each run.
+    public var pingURL: String?
+    /// `ops.ping_timeout`: how long one ping may take, in seconds.
+    public var pingTimeout = 10
+    public init(pingURL: String? = nil, pingTimeout: Int = 10) { self.pingURL = pingURL; self.pingTimeout = pingTimeout }
+
+    /// An http(s) URL with a host: what a ping can be sent to.
+    public static func isPingURL(_ text: String) -> Bool {
+        guard let scheme = text.split(separator: ":", maxSplits: 1).first?.lowercased(), scheme == "http" || scheme == "https" else { return false }
+        let rest = text.dropFirst(scheme.count + 1)
+        guard rest.hasPrefix("//") else { return false }
+        let host = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        return !host.isEmpty && !host.contains(where: { $0 == " " })
+    }
 }
 
 public struct ReportsSpec: Sendable, Equatable {

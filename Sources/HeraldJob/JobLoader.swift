@@ -16,7 +16,7 @@ public struct JobOverrides: Sendable {
 /// Reads a job file into a `JobSpec`. Relative paths resolve against the job file's own
 /// directory (as docker-compose does), so cron can run a job from any working directory.
 public enum JobLoader {
-    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports"]
+    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops"]
 
     public static func load(path: String, overrides: JobOverrides = JobOverrides()) throws(JobError) -> JobSpec {
         let jobURL = URL(fileURLWithPath: path).standardizedFileURL
@@ -111,10 +111,26 @@ struct Context {
                 try m.finish(known: ["dir", "compress"])
             }
         }
+        var ops = OpsSpec()
+        if var o = try top.mapping("ops") {
+            if let url = try o.string("ping_url") {
+                guard OpsSpec.isPingURL(url) else {
+                    throw o.error("ping_url", "must be an http:// or https:// URL with a host, such as https://hc-ping.com/<uuid> (the value is not shown: a check's URL is a secret)")
+                }
+                ops.pingURL = url
+            }
+            if let t = try o.duration("ping_timeout") {
+                guard (1...60).contains(t) else { throw o.error("ping_timeout", "must be from 1s to 60s, not \(t)s") }
+                ops.pingTimeout = t
+            }
+            try o.finish(known: ["ping_url", "ping_timeout"])
+        }
         try top.finish(known: JobLoader.topKeys)
         if let s = overrides.statePath { statePath = URL(fileURLWithPath: s).standardizedFileURL.path }
         if let r = overrides.reportsDir { reports.dir = URL(fileURLWithPath: r).standardizedFileURL.path }
-        return JobSpec(jobFile: jobFile, campaign: campaign, audience: audience, apns: apns, push: push,
-                       throttle: throttle, retry: retry, statePath: statePath, reports: reports)
+        var spec = JobSpec(jobFile: jobFile, campaign: campaign, audience: audience, apns: apns, push: push,
+                           throttle: throttle, retry: retry, statePath: statePath, reports: reports)
+        spec.ops = ops
+        return spec
     }
 }

@@ -24,13 +24,17 @@ public final class ProgressTicker: @unchecked Sendable {
     /// Progress log lines carry their figures as metadata (for `--log-format json`); text lines
     /// already say them in the message.
     let structuredLogs: Bool
+    /// Gets the progress line as its STATUS every `systemdInterval` seconds.
+    let systemd: SystemdNotifier?
+    static let systemdInterval: TimeInterval = 2
     private let stopSignal = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private var running = false
     private var warnedMetrics = false
 
     public init(progress: RunProgress, mode: Mode, logInterval: TimeInterval, console: Console = .standardError,
-                logger: Logger, metrics: MetricsFile?, metricsInterval: TimeInterval = 15, structuredLogs: Bool = true) {
+                logger: Logger, metrics: MetricsFile?, metricsInterval: TimeInterval = 15, structuredLogs: Bool = true,
+                systemd: SystemdNotifier? = nil) {
         self.progress = progress
         switch mode {
         case .never: display = .none
@@ -43,10 +47,11 @@ public final class ProgressTicker: @unchecked Sendable {
         self.metrics = metrics
         self.metricsInterval = metricsInterval
         self.structuredLogs = structuredLogs
+        self.systemd = systemd
     }
 
     public func start() {
-        guard display != .none || metrics != nil else { return }
+        guard display != .none || metrics != nil || systemd != nil else { return }
         running = true
         let thread = Thread { [self] in loop() }
         thread.name = "herald-progress"
@@ -66,6 +71,7 @@ public final class ProgressTicker: @unchecked Sendable {
         let tick: TimeInterval = display == .line ? 0.25 : 0.5
         var nextLog = Date().addingTimeInterval(logInterval)
         var nextMetrics = Date().addingTimeInterval(min(metricsInterval, 1))
+        var nextStatus = Date().addingTimeInterval(Self.systemdInterval)
         var lastPhase = RunProgress.Phase.starting
         while stopSignal.wait(timeout: .now() + tick) == .timedOut {
             let s = progress.snapshot
@@ -85,6 +91,10 @@ public final class ProgressTicker: @unchecked Sendable {
                 break
             }
             lastPhase = s.phase
+            if let systemd, now >= nextStatus {
+                nextStatus = now.addingTimeInterval(Self.systemdInterval)
+                systemd.status(ProgressText.line(s, now: now, width: 200))
+            }
             if let metrics, now >= nextMetrics {
                 nextMetrics = now.addingTimeInterval(metricsInterval)
                 do { try metrics.write(s, now: now) } catch {

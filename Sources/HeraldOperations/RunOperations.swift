@@ -8,12 +8,15 @@ import HeraldState
 public final class RunOperations {
     public let shard: Shard?
     public let progress: RunProgress?
+    /// systemd's notification socket, when the run is a `Type=notify` service's.
+    public let systemd: SystemdNotifier?
     /// Bytes of the audience files before each file: progress counts input bytes over all files.
     private var fileOffsets: [Int] = []
 
-    public init(shard: Shard? = nil, progress: RunProgress? = nil) {
+    public init(shard: Shard? = nil, progress: RunProgress? = nil, systemd: SystemdNotifier? = nil) {
         self.shard = shard
         self.progress = progress
+        self.systemd = systemd
     }
 
     /// Whether this process records the row (see `Shard` for which rows a shard owns).
@@ -47,8 +50,14 @@ public final class RunOperations {
 
     /// Sending starts: the state file's counts are this run's starting line.
     public func startSending(_ state: RunState) {
+        systemd?.ready(status: "sending")
         guard let progress, let counts = try? state.statusCounts() else { return }
         progress.startSending(counts: counts)
+    }
+
+    /// A signal asked the run to stop after the requests in flight.
+    public func stopping() {
+        systemd?.stopping()
     }
 
     /// A window of answers was committed.

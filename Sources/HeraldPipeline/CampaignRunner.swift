@@ -55,6 +55,7 @@ public final class CampaignRunner {
                 guard let self else { return }
                 if self.stopRequested.load(ordering: .relaxed) { _exit(ExitStatus.incomplete.rawValue) }
                 self.logger.notice("stopping after the requests in flight (signal again to exit now)")
+                self.operations.stopping()
                 self.requestStop()
             }
             source.resume()

@@ -21,6 +21,16 @@ enum Output {
     static func number(_ n: Int) -> String { DecimalDigits.grouped(n) }
 
     static func print(_ report: RunReport, spec: JobSpec, errorLine: (String) -> Void = { Output.error($0) }) {
+        let lines = resultLines(report)
+        if report.summary != nil {
+            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+        }
+        // Errors always go to stderr, so cron mail and CI logs show them whatever stdout does.
+        if report.status != .finished { errorLine(report.message ?? report.status.meaning) }
+    }
+
+    /// What `print` writes to stdout: the summary's lines (when there is one) and the result.
+    static func resultLines(_ report: RunReport) -> [String] {
         var lines: [String] = []
         if let s = report.summary {
             lines.append("campaign  \(s.campaign)  (run \(s.runId))")
@@ -43,10 +53,6 @@ enum Output {
         } else {
             lines.append("result    exit \(report.status.rawValue) (\(report.status.meaning))")
         }
-        if report.summary != nil {
-            FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
-        }
-        // Errors always go to stderr, so cron mail and CI logs show them whatever stdout does.
-        if report.status != .finished { errorLine(report.message ?? report.status.meaning) }
+        return lines
     }
 }

@@ -65,6 +65,12 @@ struct RunCommand: ParsableCommand {
         """, valueName: "k/n"))
     var shard: String?
 
+    @Option(name: .customLong("ping-url"), help: ArgumentHelp("""
+        A cron monitor's check URL (healthchecks.io's convention), instead of the job's ops.ping_url: <url>/start when \
+        the run starts, <url> when it exits 0, <url>/<exit code> otherwise, with the result as the body.
+        """, valueName: "url"))
+    var pingURL: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(logLevel)\"")
@@ -77,6 +83,9 @@ struct RunCommand: ParsableCommand {
             }
         }
         if let shard { do { _ = try Shard(text: shard) } catch { throw ValidationError(error.description) } }
+        if let pingURL, !OpsSpec.isPingURL(pingURL) {
+            throw ValidationError("--ping-url must be an http:// or https:// URL with a host, such as https://hc-ping.com/<uuid>")
+        }
     }
 
     func run() throws {
@@ -106,22 +115,31 @@ struct RunCommand: ParsableCommand {
                     + "again what those runs sent. Run it as it was started, or move those state files away to start over")
             }
         } catch {
-            throw Output.fail(error, during: .preparing, line: errorLine)
+            let exit = Output.fail(error, during: .preparing, line: errorLine)
+            // Only the command line's URL is known here: the job that names one did not load.
+            pingURL.map { CronPing(url: $0) }?.ended(exitCode: exit.rawValue, body: RunFailure(error, during: .preparing).message, logger: logger)
+            throw exit
         }
+        let ping = (pingURL ?? spec.ops.pingURL).map { CronPing(url: $0, timeoutSeconds: Double(spec.ops.pingTimeout)) }
         logger[metadataKey: "campaign"] = .string(spec.campaign)
         if let shard { logger[metadataKey: "shard"] = .string(shard.description) }
 
         let progress = RunProgress()
+        let systemd = SystemdNotifier()
         let metrics = metricsFile.map { MetricsFile(path: $0, campaign: spec.campaign, shard: shard) }
         let ticker = ProgressTicker(progress: progress, mode: ProgressTicker.Mode(rawValue: self.progress) ?? .auto,
                                     logInterval: TimeInterval(DurationText.seconds(progressInterval) ?? 60), logger: logger,
                                     metrics: metrics, metricsInterval: TimeInterval(DurationText.seconds(metricsInterval) ?? 15),
-                                    structuredLogs: format == .json)
+                                    structuredLogs: format == .json, systemd: systemd)
         let runner = CampaignRunner(spec: spec, logger: logger, newRun: newRun)
-        runner.operations = RunOperations(shard: shard, progress: progress)
+        runner.operations = RunOperations(shard: shard, progress: progress, systemd: systemd)
+        ping?.started(logger: logger)
         runner.installSignalHandlers()
         ticker.start()
         let report = runner.run()
+        // The last word to systemd: READY=1 too if sending never started (nothing was due), so a
+        // Type=notify unit is never left waiting for it.
+        systemd?.ready(status: Output.resultLines(report).last?.dropFirst(10).description ?? "done")
         progress.finish()
         ticker.stop()
         if let metrics {
@@ -131,6 +149,11 @@ struct RunCommand: ParsableCommand {
         }
         if format == .json { logger.notice("run ended", metadata: Self.resultFields(report)) }
         Output.print(report, spec: spec, errorLine: errorLine)
+        if let ping {
+            var body = Output.resultLines(report)
+            if report.status != .finished, let message = report.message { body.append("error     \(message)") }
+            ping.ended(exitCode: report.status.rawValue, body: body.joined(separator: "\n"), logger: logger)
+        }
         if report.status != .finished { throw ExitCode(report.status.rawValue) }
     }
 

@@ -61,7 +61,7 @@ struct StorageFailureTests {
         p.arguments = ["run", job, "--progress", "never"]
         try FileManager.default.createDirectory(atPath: dir.file("out"), withIntermediateDirectories: true)
         let errPath = dir.file("out/stderr-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
         p.standardOutput = FileHandle.nullDevice
         try p.run()

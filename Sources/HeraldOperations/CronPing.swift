@@ -1,0 +1,59 @@
+import Foundation
+import HeraldDelivery
+import Logging
+
+/// The pings a cron monitor waits for (`ops.ping_url`, `--ping-url`), in healthchecks.io's
+/// convention (https://healthchecks.io/docs/http_api/): `<url>/start` when a run starts, `<url>`
+/// when it ends with exit 0, `<url>/<exit code>` otherwise, the end ping carrying the run's result
+/// as its body. A ping that fails is logged and never changes the run: the monitor then reports
+/// the run as late or failed, which is what it is for.
+///
+/// The URL is a secret (anyone holding it can ping the check): logs and errors name its host only.
+public struct CronPing: Sendable {
+    public let url: String
+    /// Tries per ping (a 5xx or no answer is tried again, a second apart; a 4xx is not).
+    public var attempts = 3
+    public var timeoutSeconds: Double = 10
+    public var pause: TimeInterval = 1
+
+    public init(url: String, timeoutSeconds: Double = 10) {
+        self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    /// The run starts.
+    public func started(logger: Logger) {
+        send(url + "/start", body: "", logger: logger)
+    }
+
+    /// The run ended with `exitCode`; `body` says how (the result lines herald prints).
+    public func ended(exitCode: Int32, body: String, logger: Logger) {
+        send(exitCode == 0 ? url : "\(url)/\(exitCode)", body: body, logger: logger)
+    }
+
+    private var host: String { URL(string: url)?.host ?? "the ping URL" }
+
+    private func send(_ target: String, body: String, logger: Logger) {
+        let call = HTTPCall(method: "POST", url: target, headers: ["Content-Type: text/plain; charset=utf-8"],
+                            body: Array(body.utf8.prefix(10_000)), timeoutSeconds: timeoutSeconds)
+        var problem = ""
+        for attempt in 1...max(1, attempts) {
+            switch call.perform() {
+            case .success(let answer) where (200..<300).contains(answer.status):
+                logger.debug("pinged \(host)")
+                return
+            case .success(let answer):
+                problem = "\(host) answered HTTP \(answer.status)"
+                // A 4xx will not change on a second try (a wrong or deleted check).
+                if answer.status < 500 {
+                    logger.warning("cron monitor ping failed: \(problem); the run goes on")
+                    return
+                }
+            case .failure(let error):
+                problem = error.description
+            }
+            if attempt < attempts { Thread.sleep(forTimeInterval: pause) }
+        }
+        logger.warning("cron monitor ping failed after \(attempts) tries: \(problem); the run goes on")
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the systems around a run hear from it, on the built `herald run`: a cron monitor's pings
+/// (`ops.ping_url`, `--ping-url`; healthchecks.io's convention) to an HTTP receiver in the test, and
+/// systemd's readiness datagrams (`NOTIFY_SOCKET`) to a datagram socket in the test.
+@Suite(.serialized) struct CronPingAndSystemdTests {
+    let dir = TemporaryDirectory("e2e-ops")
+
+    func tokens(_ range: ClosedRange<Int>, prefix: String = "") -> [String] {
+        range.map { prefix + String(format: "%0\(64 - prefix.count)x", $0) }
+    }
+
+    func job(_ name: String, rows: [String], simulator: String = "", ops: String = "", extra: String = "") throws -> String {
+        try dir.write("data/\(name).csv", (["token"] + rows).joined(separator: "\n") + "\n")
+        return try dir.write("jobs/\(name).yaml", """
+            campaign: \(name)
+            audience: { files: [../data/\(name).csv] }
+            apns:
+              endpoint: simulator
+              topic: com.example.app
+              streams_per_connection: 10
+              simulator: { log: ../out/\(name).ndjson\(simulator) }
+            push:
+              template: { aps: { alert: "hello" } }
+            \(ops)
+            \(extra)
+            """)
+    }
+
+    func herald(_ args: [String], environment: [String: String]? = nil) throws -> ProcessRunner.Result {
+        try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/", environment: environment)
+    }
+
+    /// A start ping, then the end ping named by the exit code, carrying the result lines.
+    @Test func pingsStartAndEndWithTheExitCode() throws {
+        let monitor = try HTTPReceiver()
+        defer { monitor.stop() }
+        let check = "\(monitor.url)/ping/5b7e4c1a"
+
+        let ok = try job("ping-ok", rows: tokens(1...5), ops: "ops: { ping_url: \(check) }")
+        var r = try herald(["run", ok])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        var got = monitor.requests
+        #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a"])
+        #expect(got.allSatisfy { $0.method == "POST" })
+        #expect(got.last?.body.contains("5 sent") == true && got.last?.body.contains("result    finished") == true, "\(got.last?.body ?? "")")
+
+        // Exit 3 (every answer a fatal one), with the URL given on the command line instead.
+        let fatal = try job("ping-fatal", rows: tokens(1...20, prefix: "a"), simulator: ", answers: [{ prefix: \"a\", reason: BadTopic }]")
+        r = try herald(["run", fatal, "--ping-url", check + "/"])
+        #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
+        got = Array(monitor.requests.dropFirst(2))
+        #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/3"])
+        #expect(got.last?.body.contains("BadTopic") == true, "the end ping says why: \(got.last?.body ?? "")")
+
+        // Exit 4 (retries exhausted).
+        let retries = try job("ping-retries", rows: tokens(1...3, prefix: "f1a4"), simulator: ", flaky: [{ prefix: f1a4, count: 5, status: 503 }]",
+                              ops: "ops: { ping_url: \(check) }", extra: "retry: { max_attempts: 1 }")
+        r = try herald(["run", retries])
+        #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
+        got = Array(monitor.requests.dropFirst(4))
+        #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/4"])
+
+        // A job that does not load: only the command line's URL is known, and it hears exit 2.
+        let broken = try dir.write("jobs/broken.yaml", "campaign: broken\n")
+        r = try herald(["run", broken, "--ping-url", check])
+        #expect(r.status == 2)
+        got = Array(monitor.requests.dropFirst(6))
+        #expect(got.map(\.path) == ["/ping/5b7e4c1a/2"])
+        #expect(got.first?.body.contains("audience is required") == true, "\(got.first?.body ?? "")")
+    }
+
+    /// A monitor that fails or never answers is tried again, logged, and changes nothing: the
+    /// campaign is sent and the exit status is the run's. The URL's path (the check's secret)
+    /// never reaches the log.
+    @Test(arguments: [HTTPReceiver.Answer.status(500), .hang])
+    func aFailingMonitorNeverChangesTheRun(answer: HTTPReceiver.Answer) throws {
+        let monitor = try HTTPReceiver(answer: answer)
+        defer { monitor.stop() }
+        let name = answer == .hang ? "ping-hang" : "ping-500"
+        let path = try job(name, rows: tokens(1...5), ops: "ops: { ping_url: \(monitor.url)/secret-check-id, ping_timeout: 1s }")
+        let r = try herald(["run", path])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(RequestLog.lineCount(dir.file("out/\(name).ndjson")) == 5, "every recipient sent")
+        let paths = monitor.requests.map(\.path)
+        #expect(paths == Array(repeating: "/secret-check-id/start", count: 3) + Array(repeating: "/secret-check-id", count: 3), "\(paths)")
+        #expect(r.stderr.contains("cron monitor ping failed after 3 tries"), "\(r.stderr)")
+        #expect(r.stderr.contains(answer == .hang ? "127.0.0.1" : "127.0.0.1 answered HTTP 500"), "\(r.stderr)")
+        #expect(!r.stderr.contains("secret-check-id") && !r.stdout.contains("secret-check-id"))
+    }
+
+    @Test func aPingURLThatIsNotHTTPIsAConfigurationError() throws {
+        let path = try job("ping-bad", rows: tokens(1...2), ops: "ops: { ping_url: \"ftp://example.com/x\" }")
+        let r = try herald(["run", path])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("ops.ping_url") && r.stderr.contains("line"), "\(r.stderr)")
+        let slow = try job("ping-slow", rows: tokens(1...2), ops: "ops: { ping_url: http://127.0.0.1:9/x, ping_timeout: 90s }")
+        let t = try herald(["run", slow])
+        #expect(t.status == 2 && t.stderr.contains("ops.ping_timeout must be from 1s to 60s"), "\(t.stderr)")
+        let flag = try herald(["run", path, "--ping-url", "hc-ping.com/x"])
+        #expect(flag.status == 2 && flag.stderr.contains("--ping-url must be an http:// or https:// URL"), "\(flag.stderr)")
+    }
+
+    /// READY=1 once sending starts, STATUS lines while it sends, STOPPING=1 on a signal.
+    @Test func systemdHearsReadyStatusAndStopping() throws {
+        let socketPath = dir.file("notify.sock")
+        let receiver = try DatagramReceiver(path: socketPath)
+        defer { receiver.close() }
+        let path = try job("notify", rows: tokens(1...1000), simulator: ", latency_ms: 50")
+        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path, "--progress", "never"], environment: ["NOTIFY_SOCKET": socketPath])
+        let ready = try #require(receiver.wait(timeout: 30) { $0.contains("READY=1") }, "READY=1 arrives")
+        #expect(ready.contains("STATUS=sending"))
+        let status = receiver.wait(timeout: 10) { $0.hasPrefix("STATUS=") && $0.contains("sent") }
+        #expect(status != nil, "a progress line as STATUS: \(receiver.all)")
+        kill(p.pid, SIGTERM)
+        let stopping = receiver.wait(timeout: 10) { $0.contains("STOPPING=1") }
+        #expect(stopping != nil, "STOPPING=1 on the signal: \(receiver.all)")
+        p.process.waitUntilExit()
+        #expect(p.process.terminationStatus == 4)
+        #expect(receiver.all.filter { $0.contains("READY=1") }.count == 1, "READY=1 once")
+    }
+
+    /// A rerun of a finished campaign has nothing to send: READY=1 still comes, once, at the end.
+    @Test func aRunWithNothingDueStillSaysReady() throws {
+        let path = try job("notify-done", rows: tokens(1...3))
+        #expect(try herald(["run", path]).status == 0)
+        let socketPath = dir.file("notify-done.sock")
+        let receiver = try DatagramReceiver(path: socketPath)
+        defer { receiver.close() }
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = socketPath
+        let r = try herald(["run", path], environment: env)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let ready = receiver.wait(timeout: 5) { $0.contains("READY=1") }
+        #expect(ready?.contains("STATUS=campaign notify-done already finished") == true, "\(receiver.all)")
+        #expect(receiver.all.filter { $0.contains("READY=1") }.count == 1)
+    }
+
+    @Test func withoutNotifySocketNothingIsSent() throws {
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = nil
+        let r = try herald(["run", try job("no-notify", rows: tokens(1...3))], environment: env)
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+    }
+}
+
+/// An AF_UNIX datagram socket bound to a path, as systemd's notification socket is.
+final class DatagramReceiver: @unchecked Sendable {
+    private let fd: Int32
+    private var seen: [String] = []
+
+    init(path: String) throws {
+        unlink(path)
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError("socket() failed") }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        withUnsafeMutableBytes(of: &addr.sun_path) { $0.copyBytes(from: bytes) }
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        guard bound == 0 else { throw TestSupportError("bind(\(path)) failed") }
+    }
+
+    var all: [String] { seen }
+
+    /// The first datagram (seen before or arriving within `timeout` seconds) that `matches`.
+    func wait(timeout: TimeInterval, _ matches: (String) -> Bool) -> String? {
+        if let hit = seen.first(where: matches) { return hit }
+        let deadline = Date().addingTimeInterval(timeout)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            let n = recv(fd, &buffer, buffer.count, 0)
+            guard n > 0 else { continue }
+            let message = String(decoding: buffer[0..<n], as: UTF8.self)
+            seen.append(message)
+            if matches(message) { return message }
+        }
+        return nil
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}
