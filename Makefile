@@ -3,8 +3,9 @@
 # run as root, printing the exact command otherwise).
 SHELL := /bin/bash
 SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev zlib1g-dev
-# Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests).
-TEST_PACKAGES := chromium
+# Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests); a real
+# Prometheus Pushgateway takes the pushed metrics (PushgatewayTests).
+TEST_PACKAGES := chromium prometheus-pushgateway
 # Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).
 BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
 HERALD_DEBUG := .build/debug/herald

@@ -224,12 +224,14 @@ public struct OpsSpec: Sendable, Equatable {
     /// `ops.ping_url`: a cron monitor's check URL (healthchecks.io's convention), pinged at the
     /// start and the end of each run.
     public var pingURL: String?
+    /// `ops.pushgateway`: a Prometheus Pushgateway's base URL (`http://pushgateway:9091`).
+    public var pushgateway: String?
     /// `ops.ping_timeout`: how long one ping may take, in seconds.
     public var pingTimeout = 10
     public init(pingURL: String? = nil, pingTimeout: Int = 10) { self.pingURL = pingURL; self.pingTimeout = pingTimeout }
 
-    /// An http(s) URL with a host: what a ping can be sent to.
-    public static func isPingURL(_ text: String) -> Bool {
+    /// An http(s) URL with a host: where a ping or a push can go.
+    public static func isHTTPURL(_ text: String) -> Bool {
         guard let scheme = text.split(separator: ":", maxSplits: 1).first?.lowercased(), scheme == "http" || scheme == "https" else { return false }
         let rest = text.dropFirst(scheme.count + 1)
         guard rest.hasPrefix("//") else { return false }

@@ -114,7 +114,7 @@ struct Context {
         var ops = OpsSpec()
         if var o = try top.mapping("ops") {
             if let url = try o.string("ping_url") {
-                guard OpsSpec.isPingURL(url) else {
+                guard OpsSpec.isHTTPURL(url) else {
                     throw o.error("ping_url", "must be an http:// or https:// URL with a host, such as https://hc-ping.com/<uuid> (the value is not shown: a check's URL is a secret)")
                 }
                 ops.pingURL = url
@@ -123,7 +123,13 @@ struct Context {
                 guard (1...60).contains(t) else { throw o.error("ping_timeout", "must be from 1s to 60s, not \(t)s") }
                 ops.pingTimeout = t
             }
-            try o.finish(known: ["ping_url", "ping_timeout"])
+            if let url = try o.string("pushgateway") {
+                guard OpsSpec.isHTTPURL(url) else {
+                    throw o.error("pushgateway", "must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(url)\"")
+                }
+                ops.pushgateway = url
+            }
+            try o.finish(known: ["ping_url", "ping_timeout", "pushgateway"])
         }
         try top.finish(known: JobLoader.topKeys)
         if let s = overrides.statePath { statePath = URL(fileURLWithPath: s).standardizedFileURL.path }

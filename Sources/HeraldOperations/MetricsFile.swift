@@ -45,6 +45,16 @@ public struct MetricsFile: Sendable {
     }
 
     func render(_ s: RunProgress.Snapshot, final: Final?, lastSuccess: Date?, now: Date) -> String {
+        RunMetrics(labels: labels).render(s, final: final, lastSuccess: lastSuccess, now: now)
+    }
+}
+
+/// The run's figures in Prometheus' text exposition format, labelled with the campaign (and shard):
+/// what the metrics file holds and what `Pushgateway` pushes.
+struct RunMetrics {
+    let labels: [(String, String)]
+
+    func render(_ s: RunProgress.Snapshot, final: MetricsFile.Final?, lastSuccess: Date?, now: Date) -> String {
         var out = PrometheusText(labels: labels)
         out.metric("herald_run_in_progress", "gauge", "1 while herald run works on the campaign, 0 once it has exited.", final == nil ? 1 : 0)
         out.metric("herald_run_duration_seconds", "gauge", "Seconds since this herald run started.",
@@ -83,7 +93,7 @@ public struct MetricsFile: Sendable {
             for (reason, n) in summary.invalidByReason.sorted(by: { $0.key < $1.key }) {
                 out.sample("herald_invalid_rows", [("reason", reason)], Double(n))
             }
-            if let finished = summary.finishedAt.flatMap(Self.parseTime) {
+            if let finished = summary.finishedAt.flatMap(MetricsFile.parseTime) {
                 out.metric("herald_campaign_finished_timestamp_seconds", "gauge", "When the campaign run finished (every recipient final).",
                            finished.timeIntervalSince1970)
             }
@@ -97,6 +107,8 @@ public struct MetricsFile: Sendable {
         if let final {
             out.metric("herald_last_exit_code", "gauge", "Exit code of the last herald run (0 finished, 2 usage, 3 fatal APNs, 4 incomplete, 5 invalid rows, 75 locked).",
                        Double(final.exitCode))
+            out.metric("herald_last_run_finished_timestamp_seconds", "gauge", "When the last herald run of this job exited, whatever its exit code.",
+                       now.timeIntervalSince1970)
         }
         out.metric("herald_last_update_timestamp_seconds", "gauge", "When herald last wrote this file.", now.timeIntervalSince1970)
         if let lastSuccess {
@@ -104,7 +116,9 @@ public struct MetricsFile: Sendable {
         }
         return out.text
     }
+}
 
+extension MetricsFile {
     /// The previous file's last success time: a failed run must not make it vanish (an alert on
     /// `time() - herald_last_success_timestamp_seconds` would then see no series, not a stale one).
     static func lastSuccess(in path: String) -> Date? {

@@ -27,6 +27,9 @@ public final class ProgressTicker: @unchecked Sendable {
     /// Gets the progress line as its STATUS every `systemdInterval` seconds.
     let systemd: SystemdNotifier?
     static let systemdInterval: TimeInterval = 2
+    /// Gets the metrics every `metricsInterval`, like the metrics file.
+    let pushgateway: Pushgateway?
+    private var warnedPush = false
     private let stopSignal = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     private var running = false
@@ -34,7 +37,7 @@ public final class ProgressTicker: @unchecked Sendable {
 
     public init(progress: RunProgress, mode: Mode, logInterval: TimeInterval, console: Console = .standardError,
                 logger: Logger, metrics: MetricsFile?, metricsInterval: TimeInterval = 15, structuredLogs: Bool = true,
-                systemd: SystemdNotifier? = nil) {
+                systemd: SystemdNotifier? = nil, pushgateway: Pushgateway? = nil) {
         self.progress = progress
         switch mode {
         case .never: display = .none
@@ -48,10 +51,11 @@ public final class ProgressTicker: @unchecked Sendable {
         self.metricsInterval = metricsInterval
         self.structuredLogs = structuredLogs
         self.systemd = systemd
+        self.pushgateway = pushgateway
     }
 
     public func start() {
-        guard display != .none || metrics != nil || systemd != nil else { return }
+        guard display != .none || metrics != nil || systemd != nil || pushgateway != nil else { return }
         running = true
         let thread = Thread { [self] in loop() }
         thread.name = "herald-progress"
@@ -95,10 +99,16 @@ public final class ProgressTicker: @unchecked Sendable {
                 nextStatus = now.addingTimeInterval(Self.systemdInterval)
                 systemd.status(ProgressText.line(s, now: now, width: 200))
             }
-            if let metrics, now >= nextMetrics {
+            if metrics != nil || pushgateway != nil, now >= nextMetrics {
                 nextMetrics = now.addingTimeInterval(metricsInterval)
-                do { try metrics.write(s, now: now) } catch {
-                    if !warnedMetrics { logger.warning("\(error)"); warnedMetrics = true }
+                if let metrics {
+                    do { try metrics.write(s, now: now) } catch {
+                        if !warnedMetrics { logger.warning("\(error)"); warnedMetrics = true }
+                    }
+                }
+                if let pushgateway, let error = pushgateway.push(s, now: now), !warnedPush {
+                    logger.warning("\(error)")
+                    warnedPush = true
                 }
             }
         }

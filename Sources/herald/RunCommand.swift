@@ -71,6 +71,12 @@ struct RunCommand: ParsableCommand {
         """, valueName: "url"))
     var pingURL: String?
 
+    @Option(help: ArgumentHelp("""
+        A Prometheus Pushgateway (http://host:9091), instead of the job's ops.pushgateway: the metrics are pushed \
+        there every --metrics-interval and at the end, under job herald and the campaign (and shard).
+        """, valueName: "url"))
+    var pushgateway: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(logLevel)\"")
@@ -83,8 +89,11 @@ struct RunCommand: ParsableCommand {
             }
         }
         if let shard { do { _ = try Shard(text: shard) } catch { throw ValidationError(error.description) } }
-        if let pingURL, !OpsSpec.isPingURL(pingURL) {
+        if let pingURL, !OpsSpec.isHTTPURL(pingURL) {
             throw ValidationError("--ping-url must be an http:// or https:// URL with a host, such as https://hc-ping.com/<uuid>")
+        }
+        if let pushgateway, !OpsSpec.isHTTPURL(pushgateway) {
+            throw ValidationError("--pushgateway must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(pushgateway)\"")
         }
     }
 
@@ -127,10 +136,11 @@ struct RunCommand: ParsableCommand {
         let progress = RunProgress()
         let systemd = SystemdNotifier()
         let metrics = metricsFile.map { MetricsFile(path: $0, campaign: spec.campaign, shard: shard) }
+        let gateway = (pushgateway ?? spec.ops.pushgateway).map { Pushgateway(url: $0, campaign: spec.campaign, shard: shard) }
         let ticker = ProgressTicker(progress: progress, mode: ProgressTicker.Mode(rawValue: self.progress) ?? .auto,
                                     logInterval: TimeInterval(DurationText.seconds(progressInterval) ?? 60), logger: logger,
                                     metrics: metrics, metricsInterval: TimeInterval(DurationText.seconds(metricsInterval) ?? 15),
-                                    structuredLogs: format == .json, systemd: systemd)
+                                    structuredLogs: format == .json, systemd: systemd, pushgateway: gateway)
         let runner = CampaignRunner(spec: spec, logger: logger, newRun: newRun)
         runner.operations = RunOperations(shard: shard, progress: progress, systemd: systemd)
         ping?.started(logger: logger)
@@ -142,11 +152,11 @@ struct RunCommand: ParsableCommand {
         systemd?.ready(status: Output.resultLines(report).last?.dropFirst(10).description ?? "done")
         progress.finish()
         ticker.stop()
+        let final = MetricsFile.Final(summary: report.summary, exitCode: report.status.rawValue, counters: report.summary?.figures.counters)
         if let metrics {
-            do { try metrics.write(progress.snapshot, final: MetricsFile.Final(summary: report.summary, exitCode: report.status.rawValue, counters: report.summary?.figures.counters)) } catch {
-                logger.warning("\(error)")
-            }
+            do { try metrics.write(progress.snapshot, final: final) } catch { logger.warning("\(error)") }
         }
+        if let gateway, let error = gateway.push(progress.snapshot, final: final) { logger.warning("\(error)") }
         if format == .json { logger.notice("run ended", metadata: Self.resultFields(report)) }
         Output.print(report, spec: spec, errorLine: errorLine)
         if let ping {
