@@ -19,19 +19,7 @@ public final class ConnectProxy: @unchecked Sendable {
 
     public init(credentials: (user: String, password: String)? = nil) throws {
         self.credentials = credentials
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard listener >= 0 else { throw TestSupportError("proxy: socket() failed") }
-        var one: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        addr.sin_port = 0
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard bound == 0, listen(listener, 64) == 0 else { close(listener); throw TestSupportError("proxy: bind/listen failed") }
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) } }
-        port = Int(UInt16(bigEndian: addr.sin_port))
+        (listener, port) = try LoopbackSocket.bound(listening: true, what: "proxy")
         let accepting = Thread { [self] in acceptLoop() }
         accepting.start()
     }
