@@ -26,6 +26,19 @@ public struct HTTPCall: Sendable {
     public struct Answer: Sendable, Equatable {
         public let status: Int
         public let body: [UInt8]
+        public var isSuccess: Bool { (200..<300).contains(status) }
+    }
+
+    /// The request made up to `attempts` times, `pause` seconds apart, while no answer comes or
+    /// the answer is a 5xx (a 4xx will not change on a second try); the last result.
+    public func perform(attempts: Int, pause: TimeInterval = 1) -> Result<Answer, HTTPCallError> {
+        var result = perform()
+        for _ in 1..<max(1, attempts) {
+            if case .success(let answer) = result, answer.status < 500 { break }
+            Thread.sleep(forTimeInterval: pause)
+            result = perform()
+        }
+        return result
     }
 
     /// The request made, or why no answer came.

@@ -14,7 +14,6 @@ public struct CronPing: Sendable {
     /// Tries per ping (a 5xx or no answer is tried again, a second apart; a 4xx is not).
     public var attempts = 3
     public var timeoutSeconds: Double = 10
-    public var pause: TimeInterval = 1
 
     public init(url: String, timeoutSeconds: Double = 10) {
         self.url = url.hasSuffix("/") ? String(url.dropLast()) : url
@@ -36,24 +35,15 @@ public struct CronPing: Sendable {
     private func send(_ target: String, body: String, logger: Logger) {
         let call = HTTPCall(method: "POST", url: target, headers: ["Content-Type: text/plain; charset=utf-8"],
                             body: Array(body.utf8.prefix(10_000)), timeoutSeconds: timeoutSeconds)
-        var problem = ""
-        for attempt in 1...max(1, attempts) {
-            switch call.perform() {
-            case .success(let answer) where (200..<300).contains(answer.status):
-                logger.debug("pinged \(host)")
-                return
-            case .success(let answer):
-                problem = "\(host) answered HTTP \(answer.status)"
-                // A 4xx will not change on a second try (a wrong or deleted check).
-                if answer.status < 500 {
-                    logger.warning("cron monitor ping failed: \(problem); the run goes on")
-                    return
-                }
-            case .failure(let error):
-                problem = error.description
-            }
-            if attempt < attempts { Thread.sleep(forTimeInterval: pause) }
+        switch call.perform(attempts: attempts) {
+        case .success(let answer) where answer.isSuccess:
+            logger.debug("pinged \(host)")
+        case .success(let answer) where answer.status < 500:
+            logger.warning("cron monitor ping failed: \(host) answered HTTP \(answer.status); the run goes on")
+        case .success(let answer):
+            logger.warning("cron monitor ping failed after \(attempts) tries: \(host) answered HTTP \(answer.status); the run goes on")
+        case .failure(let error):
+            logger.warning("cron monitor ping failed after \(attempts) tries: \(error); the run goes on")
         }
-        logger.warning("cron monitor ping failed after \(attempts) tries: \(problem); the run goes on")
     }
 }

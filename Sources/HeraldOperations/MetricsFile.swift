@@ -21,9 +21,7 @@ public struct MetricsFile: Sendable {
 
     public init(path: String, campaign: String, shard: Shard?) {
         self.path = path
-        var labels = [("campaign", campaign)]
-        if let shard { labels += [("shard", String(shard.index)), ("shards", String(shard.count))] }
-        self.labels = labels
+        labels = RunMetrics(campaign: campaign, shard: shard).labels
     }
 
     /// What the end of a run adds to the live counters.
@@ -53,6 +51,14 @@ public struct MetricsFile: Sendable {
 /// what the metrics file holds and what `Pushgateway` pushes.
 struct RunMetrics {
     let labels: [(String, String)]
+
+    init(campaign: String, shard: Shard?) {
+        var labels = [("campaign", campaign)]
+        if let shard { labels += [("shard", String(shard.index)), ("shards", String(shard.count))] }
+        self.labels = labels
+    }
+
+    init(labels: [(String, String)]) { self.labels = labels }
 
     func render(_ s: RunProgress.Snapshot, final: MetricsFile.Final?, lastSuccess: Date?, now: Date) -> String {
         var out = PrometheusText(labels: labels)

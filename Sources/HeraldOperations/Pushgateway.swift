@@ -22,9 +22,7 @@ public struct Pushgateway: Sendable {
         var group = "/metrics/job/herald/campaign@base64/" + Self.base64url(campaign)
         if let shard { group += "/shard/\(shard.index)" }
         self.url = (url.hasSuffix("/") ? String(url.dropLast()) : url) + group
-        var labels = [("campaign", campaign)]
-        if let shard { labels += [("shard", String(shard.index)), ("shards", String(shard.count))] }
-        metrics = RunMetrics(labels: labels)
+        metrics = RunMetrics(campaign: campaign, shard: shard)
     }
 
     /// Pushes the figures; `final` at the end of the run. Tries a final push 3 times (a second
@@ -33,22 +31,15 @@ public struct Pushgateway: Sendable {
         let text = metrics.render(s, final: final, lastSuccess: final.map { $0.exitCode == 0 } == true ? now : nil, now: now)
         let call = HTTPCall(method: "PUT", url: url, headers: ["Content-Type: text/plain; version=0.0.4"], body: Array(text.utf8),
                             timeoutSeconds: timeoutSeconds)
-        var problem = ""
-        let attempts = final == nil ? 1 : 3
-        for attempt in 1...attempts {
-            switch call.perform() {
-            case .success(let answer) where (200..<300).contains(answer.status):
-                return nil
-            case .success(let answer):
-                let said = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                problem = "HTTP \(answer.status)\(said.isEmpty ? "" : ": \(said)")"
-                if answer.status < 500 { return PushgatewayError(host: host, why: problem) }
-            case .failure(let error):
-                problem = error.description
-            }
-            if attempt < attempts { Thread.sleep(forTimeInterval: 1) }
+        switch call.perform(attempts: final == nil ? 1 : 3) {
+        case .success(let answer) where answer.isSuccess:
+            return nil
+        case .success(let answer):
+            let said = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            return PushgatewayError(host: host, why: "HTTP \(answer.status)\(said.isEmpty ? "" : ": \(said)")")
+        case .failure(let error):
+            return PushgatewayError(host: host, why: error.description)
         }
-        return PushgatewayError(host: host, why: problem)
     }
 
     private var host: String { URL(string: url).map { "\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? url }
