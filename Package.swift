@@ -56,7 +56,8 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
         // What an operator sees and steers beside a run: log lines and their redaction, progress,
-        // the metrics file, sharding, cron monitor pings (over HeraldDelivery's HTTPCall), systemd notifications.
+        // the metrics file, sharding, cron monitor pings (over HeraldDelivery's HTTPCall), systemd notifications,
+        // delivery events from the state file's outbox to a webhook or a file.
         .target(name: "HeraldOperations", dependencies: [
             "HeraldCore", "HeraldState", "HeraldReports", "HeraldDelivery",
             .product(name: "Logging", package: "swift-log"),

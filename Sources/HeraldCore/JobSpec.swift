@@ -13,6 +13,8 @@ public struct JobSpec: Sendable {
     public var reports: ReportsSpec
     /// The `ops` section: what the systems around a run hear from it.
     public var ops = OpsSpec()
+    /// `events`: delivery events to a webhook and/or a file; nil: none.
+    public var events: EventsSpec?
 
     public init(jobFile: String, campaign: String, audience: AudienceSpec, apns: APNsSpec, push: PushSpec,
                 throttle: ThrottleSpec, retry: RetrySpec, statePath: String, reports: ReportsSpec) {
@@ -238,6 +240,33 @@ public struct OpsSpec: Sendable, Equatable {
         let host = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         return !host.isEmpty && !host.contains(where: { $0 == " " })
     }
+}
+
+/// Job section `events`: one JSON event per recipient outcome, delivered at least once from an
+/// outbox in the state file to a webhook (`url`), a file (`file`), or both.
+public struct EventsSpec: Sendable, Equatable {
+    /// A request header whose value is read from the environment (`headers_env`), so the secret
+    /// never sits in the job file.
+    public struct HeaderFromEnvironment: Sendable, Equatable {
+        public var name: String
+        public var variable: String
+        public init(name: String, variable: String) { self.name = name; self.variable = variable }
+    }
+
+    /// `events.url`: where batches are POSTed as NDJSON.
+    public var url: String?
+    /// `events.file`: an NDJSON file events are appended to (resolved against the job's directory).
+    public var file: String?
+    /// `events.batch`: most events per POST.
+    public var batch = 500
+    /// `events.flush`: longest an event waits for its batch to fill, in seconds.
+    public var flush = 5
+    /// `events.timeout`: how long one POST may take, in seconds.
+    public var timeout = 10
+    /// `events.headers_env`: header name to environment variable, in the job's order.
+    public var headersEnv: [HeaderFromEnvironment] = []
+
+    public init(url: String? = nil, file: String? = nil) { self.url = url; self.file = file }
 }
 
 public struct ReportsSpec: Sendable, Equatable {

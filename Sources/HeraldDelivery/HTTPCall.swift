@@ -43,9 +43,18 @@ public struct HTTPCall: Sendable {
 
     /// The request made, or why no answer came.
     public func perform() -> Result<Answer, HTTPCallError> {
-        let host = URL(string: url)?.host ?? "the server"
         guard let h = curl_easy_init() else { return .failure(.transport(host: host, code: -1, message: "out of memory")) }
         defer { curl_easy_cleanup(h) }
+        return perform(on: h)
+    }
+
+    /// The host the URL names, for messages (the rest of a URL may be a secret).
+    var host: String { URL(string: url)?.host ?? "the server" }
+
+    /// The request made on an easy handle set up from scratch (a new one, or one `curl_easy_reset`
+    /// cleared: a reset "does not change the live connections", so a session's handle reuses its
+    /// connection, https://curl.se/libcurl/c/curl_easy_reset.html).
+    func perform(on h: UnsafeMutableRawPointer) -> Result<Answer, HTTPCallError> {
         let sink = UnsafeMutablePointer<[UInt8]>.allocate(capacity: 1)
         sink.initialize(to: [])
         defer { sink.deinitialize(count: 1); sink.deallocate() }

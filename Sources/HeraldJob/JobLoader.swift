@@ -16,7 +16,7 @@ public struct JobOverrides: Sendable {
 /// Reads a job file into a `JobSpec`. Relative paths resolve against the job file's own
 /// directory (as docker-compose does), so cron can run a job from any working directory.
 public enum JobLoader {
-    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops"]
+    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops", "events"]
 
     public static func load(path: String, overrides: JobOverrides = JobOverrides()) throws(JobError) -> JobSpec {
         let jobURL = URL(fileURLWithPath: path).standardizedFileURL
@@ -131,12 +131,15 @@ struct Context {
             }
             try o.finish(known: ["ping_url", "ping_timeout", "pushgateway"])
         }
+        var events: EventsSpec?
+        if var e = try top.mapping("events") { events = try parseEvents(&e) }
         try top.finish(known: JobLoader.topKeys)
         if let s = overrides.statePath { statePath = URL(fileURLWithPath: s).standardizedFileURL.path }
         if let r = overrides.reportsDir { reports.dir = URL(fileURLWithPath: r).standardizedFileURL.path }
         var spec = JobSpec(jobFile: jobFile, campaign: campaign, audience: audience, apns: apns, push: push,
                            throttle: throttle, retry: retry, statePath: statePath, reports: reports)
         spec.ops = ops
+        spec.events = events
         return spec
     }
 }

@@ -81,14 +81,22 @@ public final class CampaignRunner {
         let payloads: PayloadRenderer
         let run: RunInfo
         let credentials: DeliveryTarget.Credentials
+        let events: EventShipper?
         do throws(RunFailure) {
             payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             credentials = try DeliveryTarget.loadCredentials(spec)
             store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath) }
+            events = try Self.wrap(.preparing) { () throws(EventsError) -> EventShipper? in
+                guard let e = spec.events else { return nil }
+                return try EventShipper(spec: e, store: store, shard: operations.shard?.description,
+                                        environment: ProcessInfo.processInfo.environment, logger: logger)
+            }
             run = try Self.wrap(.preparing) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)
             }
+            // Before anything is recorded: every outcome from here on has its event.
+            try Self.wrap(.preparing) { () throws(StateError) in try events?.start() }
         } catch {
             report.status = error.status; report.message = error.message
             return report
@@ -99,7 +107,7 @@ public final class CampaignRunner {
         let writer = ReportWriter(directory: reportsDir, compress: spec.reports.compress)
 
         if run.disposition == .finished {
-            return finishedAlready(run, state: state, writer: writer, report: report)
+            return finishedAlready(run, state: state, writer: writer, report: report, events: events?.finish())
         }
         switch run.disposition {
         case .new: logger.notice("starting run \(run.runId) of campaign \(run.campaign)")
@@ -151,7 +159,9 @@ public final class CampaignRunner {
             }
         }
         recordInvalidatedTokens(state: state, run: run)
-        let extras = SummaryExtras(exitCode: Int(outcome.0.rawValue))
+        // After a signal, one try for what is left: the operator (or Kubernetes) wants the process gone.
+        let eventFigures = events?.finish(attempts: stopRequested.load(ordering: .relaxed) ? 1 : 3)
+        let extras = SummaryExtras(exitCode: Int(outcome.0.rawValue), events: eventFigures)
         do {
             // The run row keeps time and counters over invocations, so a regenerated summary shows them too.
             try state.addCounters(deliveryCounters, seconds: Date().timeIntervalSince(started), exitCode: Int(outcome.0.rawValue))
@@ -192,18 +202,18 @@ public final class CampaignRunner {
 
     /// A finished campaign run again sends nothing; its reports are rewritten only if one is
     /// missing or was left partial by a crash while they were written.
-    func finishedAlready(_ run: RunInfo, state: RunState, writer: ReportWriter, report: RunReport) -> RunReport {
+    func finishedAlready(_ run: RunInfo, state: RunState, writer: ReportWriter, report: RunReport, events: [EventSinkSummary]?) -> RunReport {
         var report = report
         let finishedAt = run.finishedAt ?? ""
         var what = "campaign \(run.campaign) already finished (run \(run.runId) at \(finishedAt)): nothing sent"
         recordInvalidatedTokens(state: state, run: run)
         do {
             if writer.isComplete(runId: run.runId, finishedAt: finishedAt) {
-                report.summary = try writer.summary(state: state, run: run, extra: SummaryExtras(exitCode: 0))
+                report.summary = try writer.summary(state: state, run: run, extra: SummaryExtras(exitCode: 0, events: events))
                 what += "; reports are complete"
             } else {
                 report.summary = try writer.write(state: state, campaign: run.campaign, run: run, finishedAt: run.finishedAt,
-                                                  extra: SummaryExtras(exitCode: 0))
+                                                  extra: SummaryExtras(exitCode: 0, events: events))
                 what += "; missing or partial reports regenerated"
             }
             if CampaignName(spec.campaign).isPeriodic {

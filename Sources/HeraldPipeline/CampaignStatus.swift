@@ -18,6 +18,8 @@ public struct CampaignStatus: Sendable {
     public var runs: [Run]
     /// The pid of the `herald run` holding the campaign's lock, if any.
     public var lockHolder: Int?
+    /// The job's events sinks (`events`): what each took and what waits for it in the outbox.
+    public var events: [EventSinkState] = []
 
     public static func read(spec: JobSpec) throws(RunFailure) -> CampaignStatus {
         let holder = CampaignLock.holder(statePath: spec.statePath)
@@ -33,7 +35,10 @@ public struct CampaignStatus: Sendable {
                                 distinct: try state.recipientCount(), lastActivity: try state.lastAttemptAt() ?? info.startedAt,
                                 reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate)))
             }
-            return CampaignStatus(statePath: spec.statePath, runs: runs, lockHolder: holder)
+            var sinks: [String] = []
+            if spec.events?.url != nil { sinks.append("url") }
+            if spec.events?.file != nil { sinks.append("file") }
+            return CampaignStatus(statePath: spec.statePath, runs: runs, lockHolder: holder, events: try store.eventSinks(sinks))
         }
     }
 }

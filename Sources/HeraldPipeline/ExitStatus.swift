@@ -79,7 +79,7 @@ extension RunFailure {
             self = Self.storage(StorageFailure(errno: scratch.code), file: "temporary files", detail: scratch.description) ?? Self.byStage(error, stage)
         case let report as ReportError:
             self = Self.storage(StorageFailure(errno: report.errno), file: report.path, detail: report.why) ?? Self.byStage(error, stage)
-        case is JobError, is AudienceError, is PayloadTemplateError, is DeliveryError, is ShardError:
+        case is JobError, is AudienceError, is PayloadTemplateError, is DeliveryError, is ShardError, is EventsError:
             // The job, its audience, its template or its key: a person fixes them, a rerun alone would fail again.
             self.init(.usage, "\(error)")
         default:

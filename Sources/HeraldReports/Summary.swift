@@ -8,8 +8,34 @@ public struct SummaryExtras: Sendable {
     public var durationSeconds: Double?
     public var sendsPerSecond: Double?
     public var exitCode: Int?
-    public init(durationSeconds: Double? = nil, sendsPerSecond: Double? = nil, exitCode: Int? = nil) {
-        self.durationSeconds = durationSeconds; self.sendsPerSecond = sendsPerSecond; self.exitCode = exitCode
+    /// This invocation's delivery events, one per configured sink (`events` in the job); nil: none configured.
+    public var events: [EventSinkSummary]?
+    public init(durationSeconds: Double? = nil, sendsPerSecond: Double? = nil, exitCode: Int? = nil, events: [EventSinkSummary]? = nil) {
+        self.durationSeconds = durationSeconds; self.sendsPerSecond = sendsPerSecond; self.exitCode = exitCode; self.events = events
+    }
+}
+
+/// What one events sink (`url` or `file`) did during an invocation (summary.json's `events`).
+public struct EventSinkSummary: Sendable, Equatable {
+    /// `url` or `file`.
+    public var sink: String
+    /// Events it took during this invocation.
+    public var delivered: Int
+    /// Events still in the outbox for it when the invocation ended: the next run delivers them.
+    public var waiting: Int
+    /// Batches it refused or did not answer (each tried again, unless `error` stopped the sink).
+    public var failedAttempts: Int
+    /// Why it was stopped (a 4xx, a file that cannot be written), or nil.
+    public var error: String?
+    public init(sink: String, delivered: Int = 0, waiting: Int = 0, failedAttempts: Int = 0, error: String? = nil) {
+        self.sink = sink; self.delivered = delivered; self.waiting = waiting; self.failedAttempts = failedAttempts; self.error = error
+    }
+
+    var json: JSONValue {
+        .object([
+            .init("delivered", .number(String(delivered))), .init("waiting", .number(String(waiting))),
+            .init("failed_attempts", .number(String(failedAttempts))), .init("error", error.map(JSONValue.string) ?? .null),
+        ])
     }
 }
 
@@ -118,6 +144,7 @@ public struct Summary: Sendable {
         members.append(.init("throttle_deferrals", .number(String(figures.counters.throttleDeferrals))))
         members.append(.init("unregistered", int(delivery?.unregistered)))
         members.append(.init("rejected_tokens", int(delivery?.rejectedTokens)))
+        if let events = extra.events { members.append(.init("events", .object(events.map { .init($0.sink, $0.json) }))) }
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
     }

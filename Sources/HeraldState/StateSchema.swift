@@ -182,6 +182,33 @@ enum StateSchema {
                 CREATE INDEX recipient_run ON recipient(run);
                 """)
         }
+        // Delivery events (`events` in the job): one row per recipient outcome, written by a
+        // trigger in the transaction that records the outcome (`StateStore.captureEvents`), and
+        // deleted once every configured sink has it. AUTOINCREMENT: an id is never used twice in
+        // the file ("prevent the reuse of ROWIDs from previously deleted rows",
+        // https://sqlite.org/autoinc.html), so `<run_id>.<id>` names one event for good and a
+        // receiver can deduplicate by it. The outcome's columns are copied (a later change to the
+        // recipient must not rewrite an event already recorded); the token, ids and campaign are
+        // read from the recipient and run rows, which never change.
+        // `event_sink`: how far each sink (`url`, `file`) has delivered, and how many in all.
+        m.registerMigration("6-event-outbox") { db in
+            try db.execute(sql: """
+                CREATE TABLE event_outbox (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    recipient INTEGER NOT NULL,
+                    status TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    http_status INTEGER,
+                    invalidated_at INTEGER,
+                    at TEXT NOT NULL
+                );
+                CREATE TABLE event_sink (
+                    sink TEXT PRIMARY KEY,
+                    delivered_through INTEGER NOT NULL DEFAULT 0,
+                    delivered INTEGER NOT NULL DEFAULT 0
+                );
+                """)
+        }
         return m
     }
 }

@@ -45,6 +45,13 @@ enum Output {
             if let r = s.sendsPerSecond {
                 lines.append(String(format: "took      %.2f s (%.0f sends/s)", s.durationSeconds, r))
             }
+            if let events = s.extra.events, !events.isEmpty {
+                lines.append("events    " + events.map { e in
+                    var text = "\(e.sink) \(number(e.delivered)) delivered, \(number(e.waiting)) waiting"
+                    if let error = e.error { text += " (stopped: \(error))" } else if e.failedAttempts > 0 { text += " (\(number(e.failedAttempts)) failed tries)" }
+                    return text
+                }.joined(separator: "; "))
+            }
             lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv + .ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)")
             lines.append("state     \(report.statePath)")
         }

@@ -49,6 +49,10 @@ struct StatusCommand: ParsableCommand {
         } else {
             lines.append("lock      free: no run in progress")
         }
+        if !s.events.isEmpty {
+            lines.append("events    " + s.events.map { "\($0.sink) \(Output.number($0.delivered)) delivered, \(Output.number($0.waiting)) waiting in the outbox" }
+                .joined(separator: "; "))
+        }
         if s.runs.isEmpty { lines.append("runs      none yet: the campaign has never run") }
         for r in s.runs {
             let i = r.info
@@ -88,6 +92,9 @@ struct StatusCommand: ParsableCommand {
             .init("running", .bool(s.lockHolder != nil)),
             .init("lock_holder_pid", s.lockHolder.map { JSONValue.number(String($0)) } ?? .null),
             .init("runs", .array(runs)),
+            .init("events", .object(s.events.map {
+                .init($0.sink, .object([.init("delivered", .number(String($0.delivered))), .init("waiting", .number(String($0.waiting)))]))
+            })),
         ]).compactText + "\n"
     }
 }

@@ -64,6 +64,12 @@ import Testing
         try r.forEachDeliveryColumns { _ in }
         try r.forEachInvalid { _ in }
         try r.forEachInvalidatedToken { _, _, _ in }
+        // Delivery events: each outcome above wrote one; a sink reads and marks them.
+        let events = try r.store.events(after: r.store.eventCursor(sink: "url"), limit: 10)
+        #expect(!events.isEmpty)
+        _ = try r.store.eventsWaiting(after: 0, limit: 500)
+        try r.store.markEventsDelivered(sink: "url", through: events.last!.id, count: events.count, sinks: ["url", "file"])
+        _ = try r.store.eventSinks(["url", "file"])
         try r.endClaims()
         // A changed audience: read again, by token.
         try r.startNewAudiencePass([AudienceFingerprint(name: "a.csv", path: "/x/a.csv", size: 12, mtime: 2, sha256: "bb")])
@@ -81,6 +87,7 @@ import Testing
         SQLiteFile.statementObserver.withLock { $0 = { p, sql in if p == path { seen.withLock { _ = $0.insert(sql) } } } }
         defer { SQLiteFile.statementObserver.withLock { $0 = nil } }
         let store = try StateStore(path: path)
+        try store.captureEvents()
         let first = try store.openRun(campaign: CampaignName("daily"))
         try exercise(store.run(first), 1...40)
         try store.run(first).finish()

@@ -40,6 +40,18 @@ public final class HTTPReceiver: @unchecked Sendable {
         get { lock.withLock { current } }
         set { lock.withLock { current = newValue } }
     }
+    /// When set, decides each request's answer from its number (0 for the first one), instead of `answer`.
+    public var answering: (@Sendable (Int) -> Answer)? {
+        get { lock.withLock { decide } }
+        set { lock.withLock { decide = newValue } }
+    }
+    private var decide: (@Sendable (Int) -> Answer)?
+    /// The body of every status answer.
+    public var body: String {
+        get { lock.withLock { answerBody } }
+        set { lock.withLock { answerBody = newValue } }
+    }
+    private var answerBody = ""
 
     public func stop() {
         let (first, open) = lock.withLock { () -> (Bool, [Int32]) in
@@ -66,16 +78,17 @@ public final class HTTPReceiver: @unchecked Sendable {
 
     private func serve(_ fd: Int32) {
         guard let request = readRequest(fd) else { close(fd); return }
-        let answer = lock.withLock { () -> Answer in
+        let (answer, body) = lock.withLock { () -> (Answer, String) in
+            let answer = decide?(received.count) ?? current
             received.append(request)
-            if case .hang = current { held.append(fd) }
-            return current
+            if case .hang = answer { held.append(fd) }
+            return (answer, answerBody)
         }
         switch answer {
         case .hang:
             return   // closed by stop()
         case .status(let code):
-            let text = "HTTP/1.1 \(code) \(code < 300 ? "OK" : "Error")\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            let text = "HTTP/1.1 \(code) \(code < 300 ? "OK" : "Error")\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
             _ = text.withCString { send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
             close(fd)
         }
