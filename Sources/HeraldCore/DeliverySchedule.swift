@@ -1,0 +1,106 @@
+import Foundation
+
+/// Job section `schedule`: when, in each recipient's own time zone, a push may start.
+public struct ScheduleSpec: Sendable, Equatable {
+    /// `schedule.default_timezone`: the zone of rows without a time zone value.
+    public var defaultTimezone = "UTC"
+    /// `schedule.local_time`: pushes start only while the recipient's clock is in this span.
+    public var localTime: LocalSpan?
+    /// `schedule.date`: the local date of that span, in every zone; nil: each recipient's first span after the run starts.
+    public var date: LocalDate?
+    /// `schedule.quiet_hours`: no push (retries included) starts while the recipient's clock is in this span.
+    public var quietHours: LocalSpan?
+    /// `schedule.wait`: true, `herald run` stays up and sends each window as it opens; false, it exits 4 until then.
+    public var wait = true
+    public init() {}
+}
+
+/// When a recipient in a given time zone may first be sent (its due time), from the job's
+/// `schedule`: the earliest instant at or after `now` inside `local_time` (on `date`, if given)
+/// and outside `quiet_hours`. Local clock times go through the zone's rules as the system's tz
+/// database has them: a local time that does not exist (the hour skipped when clocks go forward)
+/// means the first minute after the gap; a local time that happens twice (the hour repeated when
+/// clocks go back) means its first occurrence.
+public struct DuePlanner: Sendable {
+    public let spec: ScheduleSpec
+
+    public init(spec: ScheduleSpec) { self.spec = spec }
+
+    public enum Due: Sendable, Equatable {
+        case at(Date)
+        /// No instant satisfies the schedule: `date`'s window has passed in this zone, or the
+        /// quiet hours cover what is left of it.
+        case never
+    }
+
+    public func due(in zone: TimeZone, after now: Date) -> Due {
+        var t = now.timeIntervalSince1970
+        // Each turn moves t forward to a window's start or a quiet span's end; a few turns settle
+        // any real schedule. One that keeps moving (a window inside the quiet hours) never opens.
+        for _ in 0..<12 {
+            if let window = spec.localTime {
+                guard let (start, _) = Self.span(window, endingAfter: t, in: zone, onDay: spec.date?.dayNumber) else { return .never }
+                t = max(t, start)
+            }
+            if let quiet = spec.quietHours, let end = Self.end(of: quiet, containing: t, in: zone) {
+                t = end
+                continue
+            }
+            return .at(Date(timeIntervalSince1970: t))
+        }
+        return .never
+    }
+
+    /// The first occurrence of `span` (on local day `day` only, if given) that ends after `t`:
+    /// its start and end as UNIX seconds.
+    static func span(_ span: LocalSpan, endingAfter t: Double, in zone: TimeZone, onDay day: Int?) -> (Double, Double)? {
+        let today = localDay(of: t, in: zone)
+        for d in day.map({ [$0] }) ?? Array((today - 1)...(today + 2)) {
+            let (start, end) = instants(of: span, onDay: d, in: zone)
+            if end > t { return (start, end) }
+        }
+        return nil
+    }
+
+    /// The end of the occurrence of `span` that contains `t`, if one does.
+    static func end(of span: LocalSpan, containing t: Double, in zone: TimeZone) -> Double? {
+        let today = localDay(of: t, in: zone)
+        for d in (today - 1)...today {
+            let (start, end) = instants(of: span, onDay: d, in: zone)
+            if start <= t && t < end { return end }
+        }
+        return nil
+    }
+
+    static func instants(of span: LocalSpan, onDay d: Int, in zone: TimeZone) -> (Double, Double) {
+        let base = Double(d) * 86_400
+        let start = instant(ofLocal: base + Double(span.from.minutes * 60), in: zone)
+        let end = instant(ofLocal: base + Double((span.to.minutes + (span.crossesMidnight ? 1440 : 0)) * 60), in: zone)
+        return (start, end)
+    }
+
+    /// The local day number (days since 1970-01-01 on the zone's calendar) at UNIX time `t`.
+    static func localDay(of t: Double, in zone: TimeZone) -> Int {
+        Int(((t + Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: t)))) / 86_400).rounded(.down))
+    }
+
+    /// The UNIX time at which the zone's clocks read `local` (seconds since 1970-01-01 00:00 on
+    /// the local clock). Offsets are taken a day either side: a zone changes its offset at most
+    /// once in two days.
+    static func instant(ofLocal local: Double, in zone: TimeZone) -> Double {
+        func offset(_ u: Double) -> Double { Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: u))) }
+        let before = offset(local - 86_400), after = offset(local + 86_400)
+        // The earliest reading: a repeated hour's first occurrence.
+        let readings = [local - before, local - after].filter { offset($0) == local - $0 }
+        if let first = readings.min() { return first }
+        // A skipped reading (clocks went forward from `before` to `after`): the change itself, the
+        // first instant whose clock reads later than `local`. Between `local - after` (still on the
+        // old offset) and `local - before` (already on the new one), to the second.
+        var low = local - after, high = local - before
+        while high - low > 1 {
+            let mid = ((low + high) / 2).rounded(.down)
+            if offset(mid) == before { low = mid } else { high = mid }
+        }
+        return high
+    }
+}
