@@ -7,18 +7,21 @@ struct FieldMapping {
     let id: String?
     let locale: String?
     let registeredAt: String?
+    let timezone: String?
 
     init(_ spec: AudienceSpec) {
         token = spec.tokenField
         id = spec.idField
         locale = spec.localeField
         registeredAt = spec.registeredAtField
+        timezone = spec.timezoneField
     }
 
     /// Fields other than the token that a CSV header must have, with the job key naming each:
     /// a typo in `id_field` must stop the run, not empty a report column.
     var namedColumns: [(key: String, column: String)] {
-        [("audience.id_field", id), ("audience.locale_field", locale), ("audience.registered_at_field", registeredAt)]
+        [("audience.id_field", id), ("audience.locale_field", locale), ("audience.registered_at_field", registeredAt),
+         ("audience.timezone_field", timezone)]
             .compactMap { key, column in column.map { (key, $0) } }
     }
 

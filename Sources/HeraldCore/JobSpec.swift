@@ -15,6 +15,8 @@ public struct JobSpec: Sendable {
     public var ops = OpsSpec()
     /// `events`: delivery events to a webhook and/or a file; nil: none.
     public var events: EventsSpec?
+    /// `schedule`: each recipient's local sending window and quiet hours; nil: send at once.
+    public var schedule: ScheduleSpec?
 
     public init(jobFile: String, campaign: String, audience: AudienceSpec, apns: APNsSpec, push: PushSpec,
                 throttle: ThrottleSpec, retry: RetrySpec, statePath: String, reports: ReportsSpec) {
@@ -46,6 +48,8 @@ public struct AudienceSpec: Sendable {
     public var prescan: Bool
     /// `audience.max_invalid_rows` (default 5 %).
     public var maxInvalidRows: InvalidRowLimit
+    /// `audience.timezone_field`: the recipient's time zone, for `schedule`.
+    public var timezoneField: String?
     public init(files: [AudienceFile], format: AudienceFormat = .auto, tokenField: String = "token",
                 localeField: String? = nil, idField: String? = nil, delimiter: UInt8 = UInt8(ascii: ","),
                 registeredAtField: String? = nil, prescan: Bool = true, maxInvalidRows: InvalidRowLimit = .default) {

@@ -37,7 +37,9 @@ extension Context {
             }
             spec.maxInvalidRows = parsed
         }
-        try m.finish(known: ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows", "registered_at_field"])
+        spec.timezoneField = try m.string("timezone_field")
+        try m.finish(known: ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows",
+                             "registered_at_field", "timezone_field"])
         return spec
     }
 

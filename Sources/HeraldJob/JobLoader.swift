@@ -16,7 +16,7 @@ public struct JobOverrides: Sendable {
 /// Reads a job file into a `JobSpec`. Relative paths resolve against the job file's own
 /// directory (as docker-compose does), so cron can run a job from any working directory.
 public enum JobLoader {
-    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops", "events"]
+    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops", "events", "schedule"]
 
     public static func load(path: String, overrides: JobOverrides = JobOverrides()) throws(JobError) -> JobSpec {
         let jobURL = URL(fileURLWithPath: path).standardizedFileURL
@@ -133,6 +133,11 @@ struct Context {
         }
         var events: EventsSpec?
         if var e = try top.mapping("events") { events = try parseEvents(&e) }
+        var schedule: ScheduleSpec?
+        if var s = try top.mapping("schedule") { schedule = try parseSchedule(&s) }
+        if audience.timezoneField != nil && schedule == nil {
+            throw audienceMap.error("timezone_field", "applies to a schedule section, which the job does not have")
+        }
         try top.finish(known: JobLoader.topKeys)
         if let s = overrides.statePath { statePath = URL(fileURLWithPath: s).standardizedFileURL.path }
         if let r = overrides.reportsDir { reports.dir = URL(fileURLWithPath: r).standardizedFileURL.path }
@@ -140,6 +145,7 @@ struct Context {
                            throttle: throttle, retry: retry, statePath: statePath, reports: reports)
         spec.ops = ops
         spec.events = events
+        spec.schedule = schedule
         return spec
     }
 }

@@ -33,7 +33,8 @@ public struct AudienceScan {
         if depth == .full {
             renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
                 RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
-                                  localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField)
+                                  localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
+                                  dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date()) })
             }
         } else {
             renderer = nil

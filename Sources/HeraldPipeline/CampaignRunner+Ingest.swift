@@ -85,11 +85,11 @@ extension CampaignRunner {
             switch renderer.render(record) {
             case .invalid(let row):
                 batch.invalid.append(row)
-            case .recipient(let payload, let headers, let registeredAt):
+            case .recipient(let payload, let headers, let registeredAt, let due):
                 batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
                     apnsId: apnsIds.id(for: record.token), headers: headers,
-                    registeredAt: registeredAt))
+                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt))
             }
         }
     }

@@ -123,7 +123,8 @@ public final class CampaignRunner {
             }
             let firstOfItsName = try Self.wrap(.preparing) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
             let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
-                                             registeredAtField: spec.audience.registeredAtField)
+                                             registeredAtField: spec.audience.registeredAtField,
+                                             dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started) })
             let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
             let audience = try prepareAudience(state: state, run: run)
             let result: SendResult

@@ -12,6 +12,8 @@ public struct CampaignStatus: Sendable {
         public var distinct: Int
         public var lastActivity: String?
         public var reportsDir: String
+        /// When the next recipient waiting for its local window (`schedule`) is due, if one waits.
+        public var nextDue: Date? = nil
     }
 
     public var statePath: String
@@ -33,7 +35,8 @@ public struct CampaignStatus: Sendable {
                 let state = store.run(info)
                 runs.append(Run(info: info, counts: try state.statusCounts(), invalid: try state.invalidRowCount(),
                                 distinct: try state.recipientCount(), lastActivity: try state.lastAttemptAt() ?? info.startedAt,
-                                reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate)))
+                                reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate),
+                                nextDue: try state.nextDueTime()))
             }
             var sinks: [String] = []
             if spec.events?.url != nil { sinks.append("url") }

@@ -179,6 +179,11 @@ final class SendGate {
             parts.append("\(waiting.count) background push(es) deferred by the silent-push budget "
                          + "(throttle.silent_per_device_per_hour \(throttle.silentPerDevicePerHour)) until their device's window opens\(when)")
         }
+        let scheduled = try commit { () throws(StateError) in try state.scheduledCount() }
+        if scheduled > 0, let due = try commit({ () throws(StateError) in try state.nextDueTime() }) {
+            let how = deadlinePassed ? "" : " (schedule.wait: false)"
+            parts.append("\(scheduled) recipient(s) wait for their local window\(how); the next are due at \(Self.iso(due)): rerun then")
+        }
         guard !parts.isEmpty else { return nil }
         return parts.joined(separator: "; ") + "; \(open) recipient(s) not final yet, rerun to resume"
     }

@@ -59,6 +59,9 @@ final class SendLoop {
     private var retries = 0
     private var withdrawn = false
     private var nextClaimAt = Date.distantPast
+    /// The due time last logged as waited for (`schedule.wait: true`), so each wait is said once.
+    private var announcedWait: Date?
+    private let quiet: QuietHours?
     /// Set once a claim was made after `moreComing` turned false (sending while reading).
     private var lookedAfterReading = false
     private var lastCommit = Date.distantPast
@@ -79,6 +82,7 @@ final class SendLoop {
         // (docs/benchmarks.md has the figures).
         claimChunk = max(1, window / 2)
         adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
+        quiet = QuietHours(schedule: spec.schedule)
     }
 
     private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || gate.deadlinePassed || stopRequested() }
@@ -181,8 +185,20 @@ final class SendLoop {
             settleGuard(guardian.finish())
             return true
         }
-        let next = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
+        var next = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
+        if spec.schedule?.wait == true,
+           let due = try CampaignRunner.wrap(.sending, { () throws(StateError) in try state.nextDueTime() }) {
+            // `schedule.wait: true`: stay up (lock held) until the next local window opens.
+            if next.map({ due < $0 }) ?? true, due > Date().addingTimeInterval(1), announcedWait != due {
+                announcedWait = due
+                let waiting = (try? state.scheduledCount()) ?? 0
+                logger.notice("\(waiting) recipient(s) wait for their local window; the next are due at \(SendGate.iso(due)) (schedule.wait: true)")
+            }
+            next = min(next ?? due, due)
+        }
         guard let next else { return false }
+        // `schedule.wait: false`: a retry held by quiet hours waits for a later run, not in this one.
+        if spec.schedule?.wait == false && next.timeIntervalSinceNow > 60 { return false }
         let wait = min(next.timeIntervalSinceNow, 0.25)
         if wait > 0 { Thread.sleep(forTimeInterval: wait) }
         nextClaimAt = .distantPast
@@ -219,8 +235,10 @@ final class SendLoop {
             } else {
                 toRecord.append(outcome)
             }
-        case .retry(let outcome, let delay):
+        case .retry(var outcome, let delay):
             retries += 1
+            // `schedule.quiet_hours` hold retries too; the hold does not count against retry.max_elapsed.
+            if let quiet, let at = outcome.retryAt { outcome.retryAt = quiet.hold(at, zone: o.claimed.timezone) }
             let first = firstTry[seq] ?? o.claimedAt
             if now.addingTimeInterval(delay).timeIntervalSince(first) > Double(spec.retry.maxElapsed) {
                 firstTry.removeValue(forKey: seq)

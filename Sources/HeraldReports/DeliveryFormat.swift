@@ -8,12 +8,16 @@ import HeraldState
 enum DeliveryFormat {
     static let deliveriesColumns = ["file", "line", "recipient_id", "token", "status", "http_status", "reason",
                                     "apns_id", "attempts", "first_attempt_at", "last_attempt_at",
-                                    "apns_unique_id", "latency_ms", "invalidated_at"]
+                                    "apns_unique_id", "latency_ms", "invalidated_at", "timezone", "due_at"]
     static let unregisteredColumns = ["token", "reason", "invalidated_at", "recipient_id", "file", "line", "apns_id"]
     static let rejectedColumns = ["token", "reason", "http_status", "recipient_id", "file", "line", "apns_id", "last_attempt_at"]
 
     static func invalidatedText<D: DeliveryFields>(_ d: D) -> String? {
         d.invalidatedAt.map { RegistrationTime.iso8601(milliseconds: $0) }
+    }
+
+    static func dueText<D: DeliveryFields>(_ d: D) -> String? {
+        d.dueAt.map { RegistrationTime.iso8601(milliseconds: Int64(($0 * 1000).rounded())) }
     }
 
     static func csv<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
@@ -22,6 +26,7 @@ enum DeliveryFormat {
         w.status(d.status, &out); w.int(d.httpStatus, &out); w.text(d, .reason, &out); w.text(d, .apnsId, &out); w.int(d.attempts, &out)
         w.text(d, .firstAttemptAt, &out); w.text(d, .lastAttemptAt, &out)
         w.text(d, .apnsUniqueId, &out); w.int(d.latencyMs, &out); w.string(invalidatedText(d), &out)
+        w.text(d, .timezone, &out); w.string(dueText(d), &out)
     }
 
     /// One deliveries.ndjson line: the CSV's columns as keys, numbers as numbers, absent values null.
@@ -33,6 +38,7 @@ enum DeliveryFormat {
         w.text("\"first_attempt_at\":", d, .firstAttemptAt, &out); w.text("\"last_attempt_at\":", d, .lastAttemptAt, &out)
         w.text("\"apns_unique_id\":", d, .apnsUniqueId, &out); w.int("\"latency_ms\":", d.latencyMs, &out)
         w.string("\"invalidated_at\":", invalidatedText(d), &out)
+        w.text("\"timezone\":", d, .timezone, &out); w.string("\"due_at\":", dueText(d), &out)
     }
 
     static func unregistered<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
@@ -57,6 +63,7 @@ protocol DeliveryFields {
     var attempts: Int { get }
     var invalidatedAt: Int64? { get }
     var latencyMs: Int? { get }
+    var dueAt: Double? { get }
     /// `body` sees the text column's UTF-8 bytes, nil when it is absent.
     func withText<R>(_ t: DeliveryColumns.Text, _ body: (UnsafeRawBufferPointer?) -> R) -> R
 }

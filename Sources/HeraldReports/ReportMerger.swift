@@ -144,6 +144,8 @@ public enum ReportMerger {
                            apnsId: o["apns_id"] as? String ?? "", attempts: int("attempts") ?? 0,
                            firstAttemptAt: o["first_attempt_at"] as? String, lastAttemptAt: o["last_attempt_at"] as? String,
                            invalidatedAt: (o["invalidated_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds),
-                           apnsUniqueId: o["apns_unique_id"] as? String, latencyMs: int("latency_ms"))
+                           apnsUniqueId: o["apns_unique_id"] as? String, latencyMs: int("latency_ms"),
+                           timezone: o["timezone"] as? String,
+                           dueAt: (o["due_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds).map { Double($0) / 1000 })
     }
 }

@@ -18,14 +18,18 @@ public struct DeliveryRow: Sendable {
     public var invalidatedAt: Int64?
     public var apnsUniqueId: String? = nil
     public var latencyMs: Int? = nil
+    /// `schedule`: the recipient's time zone as the audience wrote it, and when it was due (UNIX
+    /// seconds; nil without a schedule or when no window opens).
+    public var timezone: String? = nil
+    public var dueAt: Double? = nil
 
     public init(file: String, line: Int, recipientId: String, token: String, status: StoredStatus, httpStatus: Int?, reason: String,
                 apnsId: String, attempts: Int, firstAttemptAt: String?, lastAttemptAt: String?, invalidatedAt: Int64?,
-                apnsUniqueId: String? = nil, latencyMs: Int? = nil) {
+                apnsUniqueId: String? = nil, latencyMs: Int? = nil, timezone: String? = nil, dueAt: Double? = nil) {
         self.file = file; self.line = line; self.recipientId = recipientId; self.token = token; self.status = status
         self.httpStatus = httpStatus; self.reason = reason; self.apnsId = apnsId; self.attempts = attempts
         self.firstAttemptAt = firstAttemptAt; self.lastAttemptAt = lastAttemptAt; self.invalidatedAt = invalidatedAt
-        self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs
+        self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs; self.timezone = timezone; self.dueAt = dueAt
     }
 
     init(_ c: DeliveryColumns) {
@@ -33,7 +37,8 @@ public struct DeliveryRow: Sendable {
         self.init(file: string(.file) ?? "", line: c.line, recipientId: string(.recipientId) ?? "", token: string(.token) ?? "",
                   status: c.status, httpStatus: c.httpStatus, reason: string(.reason) ?? "", apnsId: string(.apnsId) ?? "",
                   attempts: c.attempts, firstAttemptAt: string(.firstAttemptAt), lastAttemptAt: string(.lastAttemptAt),
-                  invalidatedAt: c.invalidatedAt, apnsUniqueId: string(.apnsUniqueId), latencyMs: c.latencyMs)
+                  invalidatedAt: c.invalidatedAt, apnsUniqueId: string(.apnsUniqueId), latencyMs: c.latencyMs,
+                  timezone: string(.timezone), dueAt: c.dueAt)
     }
 
     /// The text column `t`, as `DeliveryColumns.text` gives it from the state file: the one place
@@ -48,6 +53,7 @@ public struct DeliveryRow: Sendable {
         case .firstAttemptAt: firstAttemptAt
         case .lastAttemptAt: lastAttemptAt
         case .apnsUniqueId: apnsUniqueId
+        case .timezone: timezone
         }
     }
 }
@@ -58,7 +64,7 @@ public struct DeliveryRow: Sendable {
 public struct DeliveryColumns {
     /// The text columns, in the order `forEachDeliveryColumns` selects them.
     public enum Text: Int, CaseIterable {
-        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId
+        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId, timezone
     }
 
     public let line: Int
@@ -67,15 +73,18 @@ public struct DeliveryColumns {
     public let attempts: Int
     public let invalidatedAt: Int64?
     public let latencyMs: Int?
+    /// When it was due (`schedule`), UNIX seconds; nil: no due time, or never (+Inf).
+    public let dueAt: Double?
     /// The text columns' bytes, element `Text.rawValue` for each (nil: NULL).
-    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
+    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
     private typealias Bytes = UnsafeRawBufferPointer?
 
     init(row r: RawRow) {
         texts = (r.optionalBytes(0), r.optionalBytes(2), r.optionalBytes(3), r.optionalBytes(6), r.optionalBytes(7),
-                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12))
+                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12), r.optionalBytes(14))
         line = r.int(1); status = StoredStatus(bytes: r.bytes(4)) ?? .pending; httpStatus = r.optionalInt(5)
         attempts = r.int(8); invalidatedAt = r.optionalInt64(11); latencyMs = r.optionalInt(13)
+        dueAt = r.optionalDouble(15).flatMap { $0.isFinite ? $0 : nil }
     }
 
     /// The column's UTF-8 bytes; nil when it is NULL. A homogeneous tuple is laid out as its
@@ -102,7 +111,7 @@ extension RunState {
         try read { db in
             let rows = try RawStatement(db, sql: """
                 \(Self.walksRun) SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
-                       attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms
+                       attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms, timezone, due_at
                 FROM recipient
                 WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
                   AND +run = ?1

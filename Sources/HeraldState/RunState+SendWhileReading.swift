@@ -37,7 +37,8 @@ extension RunState {
     /// staged. `suppressed` maps the batch's tokens on the suppression list (already filtered by
     /// `registered_at`) to their 410 timestamp; they are recorded `suppressed` and never claimable.
     public func ingestWhileSending(_ batch: IngestBatch, suppressed: [String: Int64]) throws(StateError) -> StreamedBatch {
-        try write { db in
+        let now = Date().timeIntervalSince1970
+        return try write { db in
             var out = StreamedBatch()
             let probe = try TokenProbe(db, run: id)
             var stage = try StagedRowInsert(db, run: id, pass: 1)
@@ -49,7 +50,8 @@ extension RunState {
                 try stage.insert(r)
                 let suppressedAt = suppressed[token]
                 try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
-                                 apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt)
+                                 apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt,
+                                 timezone: r.timezone, dueAt: r.dueAt, now: now)
                 out.recipients += 1
                 if suppressedAt != nil { out.suppressed += 1 }
             }
@@ -84,8 +86,9 @@ extension RunState {
         let last = try Int64.fetchOne(db, sql: "SELECT row FROM recipient NOT INDEXED WHERE run = ? AND row IS NOT NULL ORDER BY seq DESC LIMIT 1",
                                       arguments: [id]) ?? 0
         let rows = try RawStatement(db, sql: """
-            SELECT id, token, file, line, recipient_id, apns_id FROM audience_row WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
+            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at FROM audience_row WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
             """)
+        let now = Date().timeIntervalSince1970
         rows.bind(1, id)
         rows.bind(2, last)
         let probe = try TokenProbe(db, run: id)
@@ -96,7 +99,8 @@ extension RunState {
             let token = r.string(1)
             if try probe.contains(token) { duplicates.append(r.int64(0)); return }
             try adopt.insert(token: token, file: r.string(2), line: r.int(3), recipientId: r.string(4), apnsId: r.string(5),
-                             row: r.int64(0), suppressedAt: nil)
+                             row: r.int64(0), suppressedAt: nil, timezone: r.optionalString(6),
+                             dueAt: r.optionalDouble(7), now: now)
             out.recipients += 1
         }
         for rowId in duplicates {
@@ -113,8 +117,9 @@ extension RunState {
     /// The INSERT of a recipient made while reading (pass 1; `suppressed` when the list says so).
     private static func recipientInsert(_ db: Database, run: Int64) throws -> RecipientInsert {
         let statement = try RawStatement(db, sql: """
-            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, status, reason, invalidated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?)
+            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, status, reason, invalidated_at,
+                                   timezone, due_at, retry_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         return RecipientInsert(statement: statement)
@@ -141,16 +146,23 @@ private struct TokenProbe {
 private struct RecipientInsert {
     let statement: RawStatement
 
-    func insert(token: String, file: String, line: Int, recipientId: String, apnsId: String, row: Int64, suppressedAt: Int64?) throws {
+    /// `suppressedAt`: the token is on the suppression list (final, whatever its due time).
+    func insert(token: String, file: String, line: Int, recipientId: String, apnsId: String, row: Int64, suppressedAt: Int64?,
+                timezone: String?, dueAt: Double?, now: Double) throws {
+        var start = RunState.start(dueAt: dueAt, now: now)
+        if suppressedAt != nil { start = (.suppressed, nil, "suppression_list") }
         statement.bind(2, token)
         statement.bind(3, file)
         statement.bind(4, line)
         statement.bind(5, recipientId)
         statement.bind(6, apnsId)
         statement.bind(7, row)
-        statement.bind(8, suppressedAt == nil ? StoredStatus.pending.rawValue : StoredStatus.suppressed.rawValue)
-        statement.bind(9, suppressedAt == nil ? "" : "suppression_list")
+        statement.bind(8, start.status.rawValue)
+        statement.bind(9, start.reason)
         statement.bind(10, suppressedAt)
+        statement.bind(11, timezone)
+        statement.bind(12, dueAt)
+        statement.bind(13, start.retryAt)
         try statement.execute()
     }
 }

@@ -14,10 +14,13 @@ public struct ClaimedRecipient: Sendable {
     public let headers: RecipientHeaders?
     /// When it was claimed: the attempt's time (`last_attempt_at`) once its answer is recorded.
     public let claimedAt: Date
+    /// Its time zone as the audience wrote it (`schedule`), for quiet hours on a retry.
+    public let timezone: String?
 
-    public init(seq: Int64, token: DeviceToken, payload: [UInt8], apnsId: String, attempts: Int, headers: RecipientHeaders?, claimedAt: Date) {
+    public init(seq: Int64, token: DeviceToken, payload: [UInt8], apnsId: String, attempts: Int, headers: RecipientHeaders?, claimedAt: Date,
+                timezone: String? = nil) {
         self.seq = seq; self.token = token; self.payload = payload; self.apnsId = apnsId; self.attempts = attempts
-        self.headers = headers; self.claimedAt = claimedAt
+        self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone
     }
 }
 
@@ -72,13 +75,14 @@ extension RunState {
         out.reserveCapacity(limit)
         /// Appends up to what `limit` leaves of the recipients that meet `condition` (a status and a
         /// test on `?5`, bound by `bindCondition`), in audience order; returns where they are in `out`.
-        func take(_ condition: String, _ bindCondition: (RawStatement) -> Void) throws -> Range<Int> {
+        func take(_ condition: String, order: String = "r.seq", _ bindCondition: (RawStatement) -> Void) throws -> Range<Int> {
             let first = out.count
             guard first < limit else { return first..<first }
             let select = try RawStatement(cached: db, sql: """
-                SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration
+                SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration,
+                       r.timezone
                 FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
-                WHERE r.run = ?1 AND r.run_attempts < ?3 AND \(condition) ORDER BY r.seq LIMIT ?4
+                WHERE r.run = ?1 AND r.run_attempts < ?3 AND \(condition) ORDER BY \(order) LIMIT ?4
                 """)
             select.bind(1, id)
             select.bind(3, maxAttempts)
@@ -91,7 +95,8 @@ extension RunState {
                     headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
                 }
                 out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)), payload: r.byteArray(2),
-                                            apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now))
+                                            apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now,
+                                            timezone: r.optionalString(8)))
             }
             return first..<out.count
         }
@@ -99,9 +104,14 @@ extension RunState {
         let retries = try take("r.status = 'retry' AND r.\(Self.flagged) AND r.retry_at <= ?5") {
             $0.bind(5, now.timeIntervalSince1970 as Double?)
         }
+        // Recipients whose local window has opened (`schedule`), earliest due first, through the
+        // index of scheduled rows by due time: the ones not due yet are never read.
+        let due = try take("r.status = 'scheduled' AND r.retry_at <= ?5", order: "r.retry_at, r.seq") {
+            $0.bind(5, now.timeIntervalSince1970 as Double?)
+        }
         // Marked after reading: the SELECT's index is the one the UPDATE changes.
         let update = try RawStatement(cached: db, sql: "UPDATE recipient SET status = 'inflight' WHERE seq = ?1")
-        for c in out[retries] {
+        for c in out[retries] + out[due] {
             update.bind(1, c.seq)
             try update.execute()
         }
@@ -145,6 +155,21 @@ extension RunState {
                 SELECT MIN(retry_at) FROM recipient WHERE run = ? AND status = 'retry' AND \(Self.flagged) AND run_attempts < ?
                 """,
                                 arguments: [id, maxAttempts]).map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    /// When the next `scheduled` recipient is due (its local window opens), if any waits.
+    public func nextDueTime() throws(StateError) -> Date? {
+        try read { db in
+            try Double.fetchOne(db, sql: "SELECT MIN(retry_at) FROM recipient WHERE run = ? AND status = 'scheduled'", arguments: [id])
+                .map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    /// Recipients waiting for their local window (`scheduled`).
+    public func scheduledCount() throws(StateError) -> Int {
+        try read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'scheduled' AND \(Self.flagged)", arguments: [id]) ?? 0
         }
     }
 
@@ -267,7 +292,7 @@ extension RunState {
     public func openCount() throws(StateError) -> Int {
         try read { db in
             try Int.fetchOne(db, sql: """
-                \(Self.walksRun) SELECT (SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status IN ('inflight', 'retry') AND \(Self.flagged))
+                \(Self.walksRun) SELECT (SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status IN ('inflight', 'retry', 'scheduled') AND \(Self.flagged))
                      + (SELECT COUNT(*) FROM recipient WHERE run = ?1 AND status = 'pending')
                 """, arguments: [id]) ?? 0
         }

@@ -21,13 +21,13 @@ extension RunState {
         try write { db in try db.execute(sql: "UPDATE run SET suppression_checked = 1 WHERE id = ?", arguments: [id]) }
     }
 
-    /// Up to `limit` never-attempted pending recipients after `seq`, in audience order (a keyset
+    /// Up to `limit` never-attempted pending (or scheduled) recipients after `seq`, in audience order (a keyset
     /// page: memory stays flat whatever the audience).
     public func suppressionCandidates(after seq: Int64, limit: Int) throws(StateError) -> [SuppressionCandidate] {
         try read { db in
             try Row.fetchAll(db, sql: """
                 SELECT r.seq, r.token, a.registered_at FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
-                WHERE r.run = ?1 AND r.seq > MAX(?2, (SELECT claimed_through FROM run WHERE id = ?1)) AND r.status = 'pending'
+                WHERE r.run = ?1 AND r.seq > MAX(?2, (SELECT claimed_through FROM run WHERE id = ?1)) AND r.status IN ('pending', 'scheduled')
                     AND r.attempts = 0 ORDER BY r.seq LIMIT ?3
                 """, arguments: [id, seq, limit]).map {
                 SuppressionCandidate(seq: $0["seq"], token: $0["token"], registeredAt: $0["registered_at"])
@@ -44,7 +44,7 @@ extension RunState {
         try write { db in
             let update = try db.cachedStatement(sql: """
                 UPDATE recipient SET status = 'suppressed', reason = 'suppression_list', invalidated_at = ?
-                WHERE seq = ? AND status = 'pending' AND attempts = 0 AND seq > ?
+                WHERE seq = ? AND status IN ('pending', 'scheduled') AND attempts = 0 AND seq > ?
                 """)
             let mark = try Self.claimMark(db, run: id)
             for h in hits { try update.execute(arguments: [h.invalidatedAt, h.seq, mark]) }

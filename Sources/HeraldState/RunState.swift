@@ -54,6 +54,35 @@ public struct RunState: Sendable {
         }
     }
 
+    // MARK: Due times
+
+    /// The recipient columns a staged row's due time decides (`dueValues` gives their values).
+    static let dueColumns = "timezone, due_at, status, retry_at, reason"
+
+    /// A new recipient's start from its staged row's `due_at` (`schedule`), with `now` the SQL
+    /// parameter holding the current UNIX time: due (or no schedule) → `pending`; due later →
+    /// `scheduled` until then; never (+Inf: no window opens before the job's absolute deadline,
+    /// or at all) → `throttled`, reason `window_missed`, final.
+    static func dueValues(now: String) -> String {
+        """
+        timezone, due_at,
+        CASE WHEN due_at IS NULL OR due_at <= \(now) THEN 'pending' WHEN due_at > \(neverDue) THEN 'throttled' ELSE 'scheduled' END,
+        CASE WHEN due_at > \(now) AND due_at <= \(neverDue) THEN due_at END,
+        CASE WHEN due_at > \(neverDue) THEN '\(windowMissedReason)' ELSE '' END
+        """
+    }
+
+    /// Above any real time: `due_at` is +Inf when no window opens.
+    static let neverDue = "1e300"
+    public static let windowMissedReason = "window_missed"
+
+    /// How a recipient made one row at a time starts (the same rule as `dueValues`).
+    static func start(dueAt: Double?, now: Double) -> (status: StoredStatus, retryAt: Double?, reason: String) {
+        guard let dueAt, dueAt > now else { return (.pending, nil, "") }
+        if dueAt > 1e300 { return (.throttled, nil, windowMissedReason) }
+        return (.scheduled, dueAt, "")
+    }
+
     // MARK: Audience files
 
     /// The audience files this run read, as they were when it last started reading them.
@@ -142,7 +171,6 @@ public struct RunState: Sendable {
             let distinct = try Int.fetchOne(db, sql: """
                 SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? AND pass = ? GROUP BY token)
                 """, arguments: [id, pass]) ?? 0
-            let firsts = "SELECT MIN(id) FROM audience_row WHERE run = ? AND pass = ? GROUP BY token"
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
             try db.execute(sql: """
                 \(Self.walksRun) UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ? AND pass = ?)
@@ -151,18 +179,19 @@ public struct RunState: Sendable {
                 \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload) =
                     (SELECT file, line, recipient_id, id, NULL FROM audience_row a
                      WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token ORDER BY a.id LIMIT 1)
-                WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry')
+                WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled')
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
-                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
-                SELECT run, token, file, line, recipient_id, apns_id, id, ?, ? FROM audience_row a WHERE a.id IN (\(firsts))
+                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
+                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, \(Self.dueValues(now: "?4")) FROM audience_row a
+                WHERE a.id IN (SELECT MIN(id) FROM audience_row WHERE run = ?2 AND pass = ?3 GROUP BY token)
                     AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token) ORDER BY a.id
-                """, arguments: [pass, pass, id, pass])
+                """, arguments: [pass, id, pass, Date().timeIntervalSince1970])
             let newCount = db.changesCount
             let vanished = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
             try db.execute(sql: """
                 \(Self.walksRun) UPDATE recipient SET status = 'suppressed', reason = 'vanished_from_audience'
-                WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight')
+                WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight', 'scheduled')
                 """, arguments: [id, pass])
             try db.execute(sql: "DROP INDEX recipient_token")
             try db.execute(sql: "DROP INDEX audience_row_token")
@@ -182,10 +211,10 @@ public struct RunState: Sendable {
                                 tokenKey: (UnsafeRawBufferPointer) -> TokenKey = TokenKey.init(hex:)) throws {
         let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
         try db.execute(sql: """
-            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass)
-            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1 FROM audience_row
-            WHERE run = ? AND pass = 1 AND id NOT IN (SELECT id FROM temp.duplicate_row) ORDER BY id
-            """, arguments: [run])
+            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
+            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, \(Self.dueValues(now: "?2")) FROM audience_row
+            WHERE run = ?1 AND pass = 1 AND id NOT IN (SELECT id FROM temp.duplicate_row) ORDER BY id
+            """, arguments: [run, Date().timeIntervalSince1970])
         try db.execute(sql: "DROP TABLE temp.duplicate_row")
         try db.execute(sql: "UPDATE run SET ingest_complete = 1, duplicates = ?, new_recipients = 0, vanished_recipients = 0 WHERE id = ?",
                        arguments: [duplicates, run])
@@ -269,8 +298,8 @@ struct StagedRowInsert {
     init(_ db: Database, run: Int64, pass: Int) throws {
         statement = try RawStatement(db, sql: """
             INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                      registered_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      registered_at, timezone, due_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         statement.bind(2, pass)
@@ -297,6 +326,8 @@ struct StagedRowInsert {
             if let collapseId { insert.bindStatic(10, text: UnsafeRawBufferPointer(rebasing: buffer[collapseId])) } else { insert.bindNull(10) }
             if let expiration { insert.bindStatic(11, text: UnsafeRawBufferPointer(rebasing: buffer[expiration])) } else { insert.bindNull(11) }
             insert.bind(12, r.registeredAt)
+            insert.bind(13, r.timezone)
+            insert.bind(14, r.dueAt)
             try insert.execute()
         }
     }

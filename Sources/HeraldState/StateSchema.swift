@@ -209,6 +209,20 @@ enum StateSchema {
                 );
                 """)
         }
+        // Delivery policy (`schedule`): each staged row's and recipient's time zone as the audience
+        // wrote it and its due time (UNIX seconds, computed once when the row is recorded; +Inf: no
+        // window opens). A recipient that is not due when it is made waits as `scheduled`, with its
+        // due time in `retry_at`, and is claimed through `recipient_due` in due order, as its zone's
+        // window opens: the high-water mark claims only in audience order.
+        m.registerMigration("7-due-times") { db in
+            try db.execute(sql: """
+                ALTER TABLE audience_row ADD COLUMN timezone TEXT;
+                ALTER TABLE audience_row ADD COLUMN due_at REAL;
+                ALTER TABLE recipient ADD COLUMN timezone TEXT;
+                ALTER TABLE recipient ADD COLUMN due_at REAL;
+                CREATE INDEX recipient_due ON recipient(run, retry_at, seq) WHERE status = 'scheduled';
+                """)
+        }
         return m
     }
 }

@@ -143,10 +143,13 @@ public struct IngestBatch: Sendable {
         public var headers: RecipientHeaders?
         /// `audience.registered_at_field`, ms since the epoch: a token re-registered after its 410 is sent again.
         public var registeredAt: Int64?
+        /// `schedule`: the row's time zone as written, and when it is due (UNIX seconds; infinity: never).
+        public var timezone: String?
+        public var dueAt: Double?
         public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
-                    headers: RecipientHeaders? = nil, registeredAt: Int64? = nil) {
+                    headers: RecipientHeaders? = nil, registeredAt: Int64? = nil, timezone: String? = nil, dueAt: Double? = nil) {
             self.token = token; self.location = location; self.recipientId = recipientId; self.payload = payload; self.apnsId = apnsId
-            self.headers = headers; self.registeredAt = registeredAt
+            self.headers = headers; self.registeredAt = registeredAt; self.timezone = timezone; self.dueAt = dueAt
         }
     }
     public var recipients: [Recipient] = []

@@ -2,14 +2,15 @@ import Foundation
 import HeraldCore
 
 /// A recipient's state in the state file. Finer than the report statuses: `inflight` (committed
-/// before the request leaves; outcome unknown after a crash) and `retry` (waiting for `retry_at`)
-/// both show as `pending` in reports.
+/// before the request leaves; outcome unknown after a crash), `retry` (waiting for `retry_at`) and
+/// `scheduled` (never attempted, waiting for its local window: `retry_at` is its due time) all
+/// show as `pending` in reports.
 public enum StoredStatus: String, Sendable, CaseIterable {
-    case pending, inflight, retry, sent, failed, suppressed, throttled
+    case pending, inflight, retry, sent, failed, suppressed, throttled, scheduled
 
     public var reportStatus: RecipientStatus {
         switch self {
-        case .pending, .inflight, .retry: return .pending
+        case .pending, .inflight, .retry, .scheduled: return .pending
         case .sent: return .sent
         case .failed: return .failed
         case .suppressed: return .suppressed
@@ -29,6 +30,7 @@ public enum StoredStatus: String, Sendable, CaseIterable {
         case .failed: "failed"
         case .suppressed: "suppressed"
         case .throttled: "throttled"
+        case .scheduled: "scheduled"
         }
         return UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }

@@ -42,6 +42,12 @@ struct StatusCommand: ParsableCommand {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
+    static func iso(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: date)
+    }
+
     static func text(_ s: CampaignStatus) -> String {
         var lines = ["state     \(s.statePath)"]
         if let pid = s.lockHolder {
@@ -67,6 +73,9 @@ struct StatusCommand: ParsableCommand {
                 lines.append("changed   audience changed during the run: \(Output.number(i.newRecipients)) new, \(Output.number(i.vanishedRecipients)) vanished")
             }
             lines.append("state     " + StoredStatus.allCases.map { "\(Output.number(r.counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", "))
+            if let due = r.nextDue {
+                lines.append("waiting   \(Output.number(r.counts[.scheduled] ?? 0)) for their local window; the next due at \(Self.iso(due))")
+            }
             lines.append("activity  last \(r.lastActivity ?? "-")")
             lines.append("reports   \(r.reportsDir)/")
         }
@@ -85,6 +94,7 @@ struct StatusCommand: ParsableCommand {
                 .init("invalid", .number(String(r.invalid))), .init("audience_changed", .bool(i.audienceChanged)),
                 .init("states", .object(counts)), .init("last_activity", r.lastActivity.map(JSONValue.string) ?? .null),
                 .init("reports", .string(r.reportsDir)),
+                .init("next_due_at", r.nextDue.map { .string(Self.iso($0)) } ?? .null),
             ])
         }
         return JSONValue.object([

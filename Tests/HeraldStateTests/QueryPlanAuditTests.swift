@@ -51,6 +51,8 @@ import Testing
         _ = try r.recheckDeferred()
         _ = try r.deferredSilent()
         _ = try r.nextRetryTime(maxAttempts: 3)
+        _ = try r.nextDueTime()
+        _ = try r.scheduledCount()
         _ = try r.claim(limit: 4, maxAttempts: 3)  // the due retry
         try r.recoverInflight()
         _ = try r.giveUp(olderThan: 3600)

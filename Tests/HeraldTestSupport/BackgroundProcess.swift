@@ -37,14 +37,23 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Reads stdout until a line starting with `prefix` arrives (or the child exits) and returns it.
     public func waitForLine(prefix: String) throws -> String {
+        try waitForLine { $0.hasPrefix(prefix) }
+    }
+
+    /// Reads the watched output until a line containing `text` arrives (or the child exits) and returns it.
+    public func waitForLine(containing text: String) throws -> String {
+        try waitForLine { $0.contains(text) }
+    }
+
+    private func waitForLine(where matches: (Substring) -> Bool) throws -> String {
         var buffer = Data()
         let handle = pipe.fileHandleForReading
         while true {
             let chunk = handle.availableData
-            if chunk.isEmpty { throw TestSupportError("process exited before printing \(prefix)") }
+            if chunk.isEmpty { throw TestSupportError("process exited before printing the line waited for") }
             buffer.append(chunk)
             let text = String(decoding: buffer, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
+            if let line = text.split(separator: "\n").first(where: matches) { return String(line) }
         }
     }
 

@@ -1,0 +1,155 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `schedule` on the built `herald run`, with windows built from the test's own clock (the binary
+/// has no clock override): recipients whose local window is open are sent at once, the others
+/// when theirs opens; `wait: false` exits 4 naming when, `wait: true` stays up for it, a SIGKILL
+/// while waiting loses nothing, and one waiting run sends every window in turn. The simulator's
+/// log is the truth.
+@Suite(.serialized) struct ScheduleRunTests {
+    let dir = TemporaryDirectory("e2e-schedule")
+
+    static func hhmm(_ t: TimeInterval) -> String {
+        var seconds = time_t(t)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%02d:%02d", parts.tm_hour, parts.tm_min)
+    }
+
+    /// 20 recipients: odd rows in +00:01 (their clock a minute ahead of UTC: the window is open),
+    /// even rows in UTC (it opens at `opens`), one row in a zone that does not exist.
+    func job(_ name: String, opens: TimeInterval, wait: Bool) throws -> String {
+        var rows = ["token,tz"]
+        for i in 1...20 { rows.append(String(format: "%064x,%@", i, i % 2 == 1 ? "+00:01" : "UTC")) }
+        rows.append(String(format: "%064x,Mars/Olympus_Mons", 99))
+        try dir.write("data/\(name).csv", rows.joined(separator: "\n") + "\n")
+        return try dir.write("jobs/\(name).yaml", """
+            campaign: \(name)
+            audience: { files: [../data/\(name).csv], timezone_field: tz }
+            apns:
+              endpoint: simulator
+              topic: com.example.app
+              simulator: { log: ../out/\(name).ndjson }
+            push:
+              template: { aps: { alert: "hello" } }
+            schedule:
+              local_time: { from: "\(Self.hhmm(opens))", to: "\(Self.hhmm(opens + 1800))" }
+              wait: \(wait)
+            """)
+    }
+
+    /// `2026-12-01T09:00:00.000Z`, as reports write times.
+    enum RegistrationTimeText {
+        static func iso(_ t: TimeInterval) -> String {
+            let f = ISO8601DateFormatter()
+            f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            return f.string(from: Date(timeIntervalSince1970: t))
+        }
+    }
+
+    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+
+    /// (token, time_ms) in the order the simulator answered.
+    func answered(_ name: String) throws -> [(token: Int, ms: Double)] {
+        let path = dir.file("out/\(name).ndjson")
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        return try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { line in
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            return (Int(o["token"] as! String, radix: 16)!, (o["time_ms"] as! NSNumber).doubleValue)
+        }
+    }
+
+    @Test func eachZoneIsSentWhenItsWindowOpensAcrossExit4AndASigkillWhileWaiting() throws {
+        // The next minute boundary at least 8 s away: the UTC rows' window opens then.
+        let opens = ((Date().timeIntervalSince1970 + 8) / 60).rounded(.up) * 60
+        let name = "sched"
+        var path = try job(name, opens: opens, wait: false)
+        // Beside it, one run with wait: true of another campaign sends both windows, in order.
+        let waiting = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("sched-wait", opens: opens, wait: true)])
+
+        // wait: false — the open window is sent, the run exits 4 saying when the rest are due.
+        var r = try herald(["run", path])
+        #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
+        let due = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: opens))
+        #expect(r.stderr.contains("10 recipient(s) wait for their local window (schedule.wait: false); the next are due at \(due)"), "\(r.stderr)")
+        #expect(try answered(name).map(\.token).sorted() == Array(stride(from: 1, through: 19, by: 2)))
+        #expect(r.stdout.contains("invalid   bad_field_value 1"), "an unknown zone is an invalid row: \(r.stdout)")
+        let invalid = try String(contentsOfFile: dir.file("reports/\(name)/invalid.csv"), encoding: .utf8)
+        #expect(invalid.contains(",22,bad_field_value,tz"), "\(invalid)")
+
+        let status = try herald(["status", path])
+        #expect(status.stdout.contains("waiting   10 for their local window; the next due at \(due)"), "\(status.stdout)")
+        #expect(status.stdout.contains("10 scheduled"), "\(status.stdout)")
+
+        // A rerun before the window sends nothing more.
+        r = try herald(["run", path])
+        let afterRerun = try answered(name).count
+        #expect(r.status == 4 && afterRerun == 10, "\(r.stdout)\(r.stderr)")
+
+        // wait: true — the run stays up for the window; killed while it waits, nothing is lost.
+        path = try job(name, opens: opens, wait: true)
+        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path, "--log-level", "notice"], watch: .stderr)
+        let line = try p.waitForLine(containing: "wait for their local window")
+        #expect(line.contains("10 recipient(s) wait for their local window; the next are due at \(due) (schedule.wait: true)"), "\(line)")
+        p.kill9()
+        let whileWaiting = try answered(name).count
+        #expect(whileWaiting == 10, "nothing sent while waiting")
+        #expect(Date().timeIntervalSince1970 < opens, "killed before the window opened")
+
+        // The rerun waits for the window, sends the UTC rows once, after it opened, and finishes.
+        r = try herald(["run", path])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        let all = try answered(name)
+        #expect(all.map(\.token).sorted() == Array(1...20), "everyone once")
+        let late = all.filter { $0.token % 2 == 0 }
+        #expect(late.allSatisfy { $0.ms >= opens * 1000 }, "the UTC rows went after their window opened")
+
+        // deliveries.ndjson says each recipient's zone and due time.
+        var rows: [Int: [String: Any]] = [:]
+        for line in try String(contentsOfFile: dir.file("reports/\(name)/deliveries.ndjson"), encoding: .utf8).split(separator: "\n") {
+            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            rows[Int(o["token"] as! String, radix: 16)!] = o
+        }
+        let dueText = RegistrationTimeText.iso(opens)
+        #expect(rows[2]?["timezone"] as? String == "UTC" && rows[2]?["due_at"] as? String == dueText, "\(rows[2] ?? [:])")
+        #expect(rows[1]?["timezone"] as? String == "+00:01" && rows[1]?["due_at"] is String, "\(rows[1] ?? [:])")
+
+        waiting.process.waitUntilExit()
+        #expect(waiting.process.terminationStatus == 0)
+        let one = try answered("sched-wait")
+        #expect(one.map(\.token).sorted() == Array(1...20))
+        #expect(one.prefix(10).allSatisfy { $0.token % 2 == 1 } && one.suffix(10).allSatisfy { $0.token % 2 == 0 }, "the open window first")
+        #expect(one.suffix(10).allSatisfy { $0.ms >= opens * 1000 })
+    }
+
+    /// The example job in jobs/ loads and its audience is valid.
+    @Test func theExampleDigestJobIsValid() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let r = try herald(["validate", root.appendingPathComponent("jobs/daily-digest.yaml").path])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("24 valid"), "\(r.stdout)")
+    }
+
+    /// A window that has passed on its `date`, or that opens after the absolute deadline, is never
+    /// sent: throttled, `window_missed`, and the campaign finishes.
+    @Test func aWindowThatCannotOpenIsMissed() throws {
+        try dir.write("data/missed.csv", "token,tz\n" + (1...4).map { String(format: "%064x,%@", $0, $0 <= 2 ? "Asia/Tokyo" : "America/New_York") }.joined(separator: "\n") + "\n")
+        let path = try dir.write("jobs/missed.yaml", """
+            campaign: missed
+            audience: { files: [../data/missed.csv], timezone_field: tz }
+            apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/missed.ndjson } }
+            push: { template: { aps: { alert: "hello" } } }
+            schedule: { local_time: { from: "09:00", to: "10:00" }, date: 2026-01-01 }
+            """)
+        let r = try herald(["run", path])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("4 throttled") && r.stdout.contains("window_missed 4"), "\(r.stdout)")
+        #expect(try answered("missed").isEmpty)
+        let csv = try String(contentsOfFile: dir.file("reports/missed/deliveries.csv"), encoding: .utf8)
+        #expect(csv.contains(",throttled,,window_missed,") && csv.contains(",Asia/Tokyo,\n") && csv.contains(",America/New_York,\n"), "\(csv)")
+    }
+}
