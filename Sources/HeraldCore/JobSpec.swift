@@ -191,11 +191,34 @@ public struct ThrottleSpec: Sendable, Equatable {
     public var silentOverBudget: SilentOverBudget
     /// `throttle.deadline`: no send starts after it (nil: no deadline).
     public var deadline: ThrottleDeadline? = nil
+    /// `throttle.frequency_cap`: pushes per device across every campaign of the category (nil: none).
+    public var frequencyCap: FrequencyCap? = nil
     public init(rate: Double = 0, silentRate: Double = 50, silentPerDevicePerHour: Int = 2, silentOverBudget: SilentOverBudget = .skip,
                 deadline: ThrottleDeadline? = nil) {
         self.rate = rate; self.silentRate = silentRate; self.silentPerDevicePerHour = silentPerDevicePerHour; self.silentOverBudget = silentOverBudget
         self.deadline = deadline
     }
+}
+
+/// `throttle.frequency_cap`: no more than `max` pushes per device token (and topic) in any `per`
+/// seconds, for each limit, counted over every campaign of the state directory with the same category.
+public struct FrequencyCap: Sendable, Equatable {
+    public struct Limit: Sendable, Equatable {
+        public var max: Int
+        /// Seconds.
+        public var per: Int
+        public init(max: Int, per: Int) { self.max = max; self.per = per }
+    }
+    public enum OverCap: String, Sendable, CaseIterable { case skip, `defer` }
+
+    public var category: String
+    public var limits: [Limit]
+    public var overCap: OverCap
+    public init(category: String, limits: [Limit], overCap: OverCap = .skip) {
+        self.category = category; self.limits = limits; self.overCap = overCap
+    }
+    /// The longest window: entries older than it count for no limit of this job.
+    public var longest: Int { limits.map(\.per).max() ?? 0 }
 }
 
 /// `throttle.deadline`: an absolute time, a duration from the start of each `herald run`, or

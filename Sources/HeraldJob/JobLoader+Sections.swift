@@ -194,8 +194,33 @@ extension Context {
         t.silentPerDevicePerHour = try m.int("silent_per_device_per_hour", range: 0...100) ?? t.silentPerDevicePerHour
         t.silentOverBudget = try m.choice("silent_over_budget", SilentOverBudget.self) ?? t.silentOverBudget
         t.deadline = try parseDeadline(&m)
-        try m.finish(known: ["rate", "silent_rate", "silent_per_device_per_hour", "silent_over_budget", "deadline"])
+        if var c = try m.mapping("frequency_cap") { t.frequencyCap = try parseFrequencyCap(&c) }
+        try m.finish(known: ["rate", "silent_rate", "silent_per_device_per_hour", "silent_over_budget", "deadline", "frequency_cap"])
         return t
+    }
+
+    /// `throttle.frequency_cap: { category, limits: [{ max, per }], over_cap }`.
+    func parseFrequencyCap(_ m: inout YAMLMapping) throws(JobError) -> FrequencyCap {
+        let category = try m.requiredString("category")
+        guard category.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" || $0 == "." }) else {
+            throw m.error("category", "may contain only letters, digits, '.', '_' and '-', not \"\(category)\"")
+        }
+        guard let (node, line) = m.node("limits") else { throw m.error("limits", "is required: a list such as [{ max: 3, per: 24h }]") }
+        guard case .sequence(let items) = node, !items.isEmpty else {
+            throw JobError(file: file, line: line, "throttle.frequency_cap.limits must be a list such as [{ max: 3, per: 24h }]")
+        }
+        var limits: [FrequencyCap.Limit] = []
+        for (i, item) in items.enumerated() {
+            var l = try YAMLMapping(item, path: "throttle.frequency_cap.limits[\(i)]", file: file)
+            guard let max = try l.int("max", range: 1...10_000) else { throw l.error("max", "is required") }
+            guard let per = try l.duration("per") else { throw l.error("per", "is required: a duration such as 24h or 7d") }
+            guard (60...(366 * 86_400)).contains(per) else { throw l.error("per", "must be from 1m to 366d, not \(per)s") }
+            try l.finish(known: ["max", "per"])
+            limits.append(.init(max: max, per: per))
+        }
+        let over = try m.choice("over_cap", FrequencyCap.OverCap.self) ?? .skip
+        try m.finish(known: ["category", "limits", "over_cap"])
+        return FrequencyCap(category: category, limits: limits, overCap: over)
     }
 
     /// `throttle.deadline`: `2h` (after the run starts), `"2026-12-01T06:00:00Z"` or a UNIX time,

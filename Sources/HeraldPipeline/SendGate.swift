@@ -35,8 +35,13 @@ final class SendGate {
     let clock: ThrottleClock
     let isStopping: () -> Bool
     let logger: Logger
-    /// The ledger; nil unless the campaign sends background pushes.
+    /// The shared ledgers; nil unless the campaign sends background pushes or has a frequency cap.
     let ledger: SharedStore?
+    /// `throttle.frequency_cap`, counted per topic.
+    let frequencyCap: FrequencyCap?
+    let topic: String
+    /// Whether the job has a `schedule` (what a `scheduled` recipient waits for).
+    let hasSchedule: Bool
     /// Apple's hour; shorter only in tests (`HERALD_TEST_SILENT_WINDOW`).
     let silentWindow: TimeInterval
     /// UNIX seconds after which no send starts (`.infinity`: no deadline).
@@ -63,17 +68,22 @@ final class SendGate {
         overall = TokenBucket(rate: spec.throttle.rate, now: mono)
         silent = TokenBucket(rate: spec.push.type == .background ? spec.throttle.silentRate : 0, now: mono)
         deadline = spec.throttle.deadline?.instant(startedAt: clock.now().timeIntervalSince1970) ?? .infinity
-        if spec.push.type == .background {
+        frequencyCap = spec.throttle.frequencyCap
+        topic = spec.apns.topic
+        hasSchedule = spec.schedule != nil
+        if spec.push.type == .background || spec.throttle.frequencyCap != nil {
             ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
+        } else {
+            ledger = nil
+            campaign = spec.campaign
+        }
+        if spec.push.type == .background {
             let deferred = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.recheckDeferred(now: clock.now()) }
             if deferred > 0 { logger.notice("\(deferred) recipient(s) deferred by the silent-push budget are checked against it again") }
             if self.silentWindow != SharedStore.silentWindow {
                 logger.warning("HERALD_TEST_SILENT_WINDOW: silent-push budget window is \(self.silentWindow) s instead of an hour (test setting)")
             }
-        } else {
-            ledger = nil
-            campaign = spec.campaign
         }
     }
 
@@ -122,7 +132,7 @@ final class SendGate {
 
         // The silent-push budget, before the rate: a push held back takes no rate token. Entries
         // are stamped when the push will actually leave (after the rate wait), never earlier.
-        if let ledger, !candidates.isEmpty {
+        if let ledger, pushType == .background, !candidates.isEmpty {
             let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
             let pushes = candidates.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }
             let decisions = try commit { () throws(StateError) in
@@ -142,6 +152,35 @@ final class SendGate {
             counters.throttleDeferrals += a.throttled.count + deferred.count
             if !a.throttled.isEmpty { try commit { () throws(StateError) in try state.markThrottled(a.throttled) } }
             if !deferred.isEmpty { try commit { () throws(StateError) in try state.deferSilent(deferred, runAttemptLimit: maxAttempts) } }
+            candidates = admitted
+        }
+
+        // The frequency cap: each push takes its slot before it leaves, the whole batch in one
+        // transaction (so two campaigns of the category cannot both take a device's last slot).
+        if let ledger, let cap = frequencyCap, !candidates.isEmpty {
+            let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
+            let pushes = candidates.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }
+            let decisions = try commit { () throws(StateError) in
+                try ledger.admitCapped(pushes, topic: topic, cap: cap, campaign: campaign, now: leaves)
+            }
+            CrashPoint.ledger.reached()
+            var admitted: [ClaimedRecipient] = []
+            var skipped: [Int64] = []
+            var deferred: [(seq: Int64, until: Date)] = []
+            for (c, d) in zip(candidates, decisions) {
+                switch d {
+                case .admitted: admitted.append(c)
+                case .overCap(let opens):
+                    if cap.overCap == .skip { skipped.append(c.seq) } else { deferred.append((c.seq, opens)) }
+                }
+            }
+            a.throttled += skipped
+            a.deferred += deferred.map(\.seq)
+            counters.throttleDeferrals += skipped.count + deferred.count
+            if !skipped.isEmpty {
+                try commit { () throws(StateError) in try state.markThrottled(skipped, reason: RunState.frequencyCapReason) }
+            }
+            if !deferred.isEmpty { try commit { () throws(StateError) in try state.deferCapped(deferred) } }
             candidates = admitted
         }
 
@@ -181,8 +220,9 @@ final class SendGate {
         }
         let scheduled = try commit { () throws(StateError) in try state.scheduledCount() }
         if scheduled > 0, let due = try commit({ () throws(StateError) in try state.nextDueTime() }) {
-            let how = deadlinePassed ? "" : " (schedule.wait: false)"
-            parts.append("\(scheduled) recipient(s) wait for their local window\(how); the next are due at \(Self.iso(due)): rerun then")
+            let what = frequencyCap == nil ? "their local window" : (hasSchedule ? "their local window or a frequency-cap slot" : "a frequency-cap slot")
+            let how = deadlinePassed || !hasSchedule ? "" : " (schedule.wait: false)"
+            parts.append("\(scheduled) recipient(s) wait for \(what)\(how); the next are due at \(Self.iso(due)): rerun then")
         }
         guard !parts.isEmpty else { return nil }
         return parts.joined(separator: "; ") + "; \(open) recipient(s) not final yet, rerun to resume"

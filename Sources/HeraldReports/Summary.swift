@@ -106,7 +106,7 @@ public struct Summary: Sendable {
     /// connection errors are herald's own).
     static func action(for reason: String) -> String {
         if reason == "gave_up" { return "gave_up" }
-        if reason == "vanished_from_audience" || reason == "suppression_list" || reason == "silent_budget" { return "not_sent" }
+        if ["vanished_from_audience", "suppression_list", "silent_budget", "window_missed", "frequency_cap"].contains(reason) { return "not_sent" }
         if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
         if reason.hasPrefix("HTTP ") { return "unknown" }
         return APNsReason(reason).entry?.action.rawValue ?? "unknown"

@@ -10,13 +10,29 @@ extension RunState {
     public static let silentBudgetReason = "silent_budget"
 
     /// `throttle.silent_over_budget: skip`: final status `throttled`, reason `silent_budget`.
-    public func markThrottled(_ recipients: [Int64]) throws(StateError) {
+    public func markThrottled(_ recipients: [Int64], reason: String = RunState.silentBudgetReason) throws(StateError) {
         try write { db in
             let update = try db.cachedStatement(sql: """
-                UPDATE recipient SET status = 'throttled', http_status = NULL, reason = '\(Self.silentBudgetReason)', retry_at = NULL
+                UPDATE recipient SET status = 'throttled', http_status = NULL, reason = ?, retry_at = NULL
                 WHERE seq = ?
                 """)
-            for seq in recipients { try update.execute(arguments: [seq]) }
+            for seq in recipients { try update.execute(arguments: [reason, seq]) }
+        }
+    }
+
+    /// `throttle.frequency_cap`'s reason, for both `over_cap` choices.
+    public static let frequencyCapReason = "frequency_cap"
+
+    /// `throttle.frequency_cap.over_cap: defer`: the recipient waits for a slot as `scheduled`
+    /// (claimed again once `until` comes, like a recipient waiting for its local window), reason
+    /// `frequency_cap`; no attempt is counted.
+    public func deferCapped(_ recipients: [(seq: Int64, until: Date)]) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = 'scheduled', http_status = NULL, reason = '\(Self.frequencyCapReason)', retry_at = ?
+                WHERE seq = ?
+                """)
+            for r in recipients { try update.execute(arguments: [r.until.timeIntervalSince1970, r.seq]) }
         }
     }
 

@@ -40,6 +40,25 @@ enum SharedSchema {
                 ) WITHOUT ROWID
                 """)
         }
+        // Frequency caps (SharedStore+FrequencyCap.swift): one row per push any campaign of a
+        // category started, per topic and device token, written before the push leaves.
+        // `frequency_window` keeps each category's longest window seen, so a job with a short cap
+        // never prunes entries that another job of the category still counts.
+        m.registerMigration("4-frequency-cap-ledger") { db in
+            try db.execute(sql: """
+                CREATE TABLE frequency_push (
+                    category TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    apns_id TEXT NOT NULL,
+                    campaign TEXT NOT NULL,
+                    sent_at REAL NOT NULL
+                );
+                CREATE INDEX frequency_push_device ON frequency_push(category, topic, token, sent_at);
+                CREATE INDEX frequency_push_age ON frequency_push(category, sent_at);
+                CREATE TABLE frequency_window (category TEXT PRIMARY KEY, longest REAL NOT NULL);
+                """)
+        }
         return m
     }
 }

@@ -19,6 +19,26 @@ import Testing
         try #require(throws: JobError.self) { try load(throttle) }
     }
 
+    @Test func frequencyCap() throws {
+        let t = try load("throttle: { frequency_cap: { category: marketing, limits: [{ max: 3, per: 24h }, { max: 8, per: 7d }], over_cap: defer } }")
+        #expect(t.frequencyCap == FrequencyCap(category: "marketing", limits: [.init(max: 3, per: 86_400), .init(max: 8, per: 604_800)], overCap: .defer))
+        #expect(t.frequencyCap?.longest == 604_800)
+        #expect(try load("throttle: { frequency_cap: { category: news, limits: [{ max: 1, per: 1h }] } }").frequencyCap?.overCap == .skip)
+        for (bad, message) in [
+            ("{ limits: [{ max: 1, per: 1h }] }", "throttle.frequency_cap.category is required"),
+            ("{ category: \"a b\", limits: [{ max: 1, per: 1h }] }", "throttle.frequency_cap.category may contain only"),
+            ("{ category: m }", "throttle.frequency_cap.limits is required"),
+            ("{ category: m, limits: [] }", "throttle.frequency_cap.limits must be a list"),
+            ("{ category: m, limits: [{ max: 0, per: 1h }] }", "throttle.frequency_cap.limits[0].max"),
+            ("{ category: m, limits: [{ max: 1 }] }", "throttle.frequency_cap.limits[0].per is required"),
+            ("{ category: m, limits: [{ max: 1, per: 30s }] }", "throttle.frequency_cap.limits[0].per must be from 1m to 366d"),
+            ("{ category: m, limits: [{ max: 1, per: 1h }], over_cap: drop }", "throttle.frequency_cap.over_cap must be one of skip, defer"),
+        ] {
+            let e = try error("throttle: { frequency_cap: \(bad) }")
+            #expect(e.description.contains(message) && e.description.contains("line"), "\(bad): \(e)")
+        }
+    }
+
     @Test func defaults() throws {
         let t = try load("")
         #expect(t == ThrottleSpec(rate: 0, silentRate: 50, silentPerDevicePerHour: 2, silentOverBudget: .skip, deadline: nil))
