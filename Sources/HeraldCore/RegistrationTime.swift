@@ -40,9 +40,20 @@ public enum RegistrationTime {
         let d = doy - (153 * mp + 2) / 5 + 1
         let m = mp < 10 ? mp + 3 : mp - 9
         let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        func pad(_ n: Int64, _ w: Int) -> String { let t = String(n); return String(repeating: "0", count: max(0, w - t.count)) + t }
-        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(rest / 3_600_000, 2)):\(pad(rest / 60_000 % 60, 2)):"
-            + "\(pad(rest / 1000 % 60, 2)).\(pad(rest % 1000, 3))Z"
+        // Written digit by digit into 24 bytes: reports format one or two times per recipient, and
+        // String interpolation with padding costs several allocations each.
+        guard (0...9999).contains(y) else { return String(format: "%lld-%02lld-%02lldT%02lld:%02lld:%02lld.%03lldZ", y, m, d, rest / 3_600_000,
+                                                          rest / 60_000 % 60, rest / 1000 % 60, rest % 1000) }
+        return String(unsafeUninitializedCapacity: 24) { out in
+            func put(_ value: Int64, _ at: Int, _ width: Int) {
+                var v = value
+                for i in stride(from: at + width - 1, through: at, by: -1) { out[i] = UInt8(ascii: "0") + UInt8(v % 10); v /= 10 }
+            }
+            put(y, 0, 4); out[4] = UInt8(ascii: "-"); put(m, 5, 2); out[7] = UInt8(ascii: "-"); put(d, 8, 2); out[10] = UInt8(ascii: "T")
+            put(rest / 3_600_000, 11, 2); out[13] = UInt8(ascii: ":"); put(rest / 60_000 % 60, 14, 2); out[16] = UInt8(ascii: ":")
+            put(rest / 1000 % 60, 17, 2); out[19] = UInt8(ascii: "."); put(rest % 1000, 20, 3); out[23] = UInt8(ascii: "Z")
+            return 24
+        }
     }
 
     public struct Failure: Error, Equatable {

@@ -41,7 +41,7 @@ extension Context {
         guard from.minutes < 1440 else { throw s.error("from", "must be before 24:00") }
         let span = LocalSpan(from: from, to: try time("to"))
         try s.finish(known: ["from", "to"])
-        guard span.from.minutes % 1440 != span.to.minutes % 1440 else { throw m.error(key, "is empty: from and to are the same time") }
+        guard span.from.minutes != span.to.minutes else { throw m.error(key, "is empty: from and to are the same time") }
         return span
     }
 
