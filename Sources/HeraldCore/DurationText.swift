@@ -1,5 +1,14 @@
 /// Durations as job files write them: `90s`, `15m`, `24h`, `7d` (a bare number is seconds).
 public enum DurationText {
+    /// Seconds as job files write them, in the largest whole unit, a day as `24h`: 86400 → `24h`,
+    /// 604800 → `7d`, 5400 → `90m`.
+    public static func text(_ seconds: Int) -> String {
+        if seconds % 86_400 == 0 && seconds >= 2 * 86_400 { return "\(seconds / 86_400)d" }
+        if seconds % 3600 == 0 { return "\(seconds / 3600)h" }
+        if seconds % 60 == 0 { return "\(seconds / 60)m" }
+        return "\(seconds)s"
+    }
+
     public static func seconds(_ text: String) -> Int? {
         let t = text.trimmingSpaces
         guard let last = t.last else { return nil }

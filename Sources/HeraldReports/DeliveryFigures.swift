@@ -21,6 +21,11 @@ public struct DeliveryFigures: Sendable, Equatable {
         Dictionary(uniqueKeysWithValues: RecipientStatus.allCases.map { ($0, statusTally[Self.slot($0)]) })
     }
     public private(set) var byReason: [String: Int] = [:]
+    /// With a `schedule`: recipients sent, by the hour (0–23) of their own clock when the attempt
+    /// started; nil when no sent recipient has a time zone.
+    public private(set) var sentByLocalHour: [Int]? = nil
+    /// Zones as the audience wrote them, looked up once each.
+    private var zones: [String: TimeZone?] = [:]
     public var recipients: Int { statusTally.reduce(0, +) }
     private var statusTally = [Int](repeating: 0, count: RecipientStatus.allCases.count)
 
@@ -56,6 +61,16 @@ public struct DeliveryFigures: Sendable, Equatable {
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
         if d.status == .sent, let second = d.withText(.lastAttemptAt, { $0.flatMap { attemptSeconds.second(of: $0) } }) {
             sentPerSecond[second, default: 0] += 1
+            if let name = d.withText(.timezone, { $0.map { String(decoding: $0, as: UTF8.self) } }) {
+                let zone: TimeZone?
+                if let known = zones[name] { zone = known } else { zone = TimeZoneText.zone(name); zones[name] = zone }
+                if let zone {
+                    let local = second + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(second))))
+                    let hour = Int(((local % 86_400) + 86_400) % 86_400 / 3600)
+                    if sentByLocalHour == nil { sentByLocalHour = [Int](repeating: 0, count: 24) }
+                    sentByLocalHour![hour] += 1
+                }
+            }
         }
         if Self.isUnregistered(d) { unregistered += 1 }
         if Self.isRejected(d) { rejectedTokens += 1 }

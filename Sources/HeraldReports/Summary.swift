@@ -64,6 +64,8 @@ public struct Summary: Sendable {
     public var delivery: DeliveryFigures?
     /// Set by `herald report --merge`: the run ids of the shards merged.
     public var shardRunIds: [String]? = nil
+    /// An unfinished run's next due time (`schedule`, a deferred frequency cap), ISO 8601 UTC.
+    public var nextDueAt: String? = nil
 
     public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
 
@@ -99,7 +101,8 @@ public struct Summary: Sendable {
                        rows: run.rows, valid: run.rows - invalid, distinct: distinct, invalid: invalid, duplicates: run.duplicates,
                        byStatus: byStatus, byReason: byReason, invalidByReason: try state.invalidCounts(),
                        audienceChanged: run.audienceChanged, newRecipients: run.newRecipients,
-                       vanishedRecipients: run.vanishedRecipients, extra: extra, figures: try state.figures(), delivery: delivery)
+                       vanishedRecipients: run.vanishedRecipients, extra: extra, figures: try state.figures(), delivery: delivery,
+                       nextDueAt: finishedAt == nil ? try state.nextDueTime().map { RegistrationTime.iso8601(milliseconds: Int64($0.timeIntervalSince1970 * 1000)) } : nil)
     }
 
     /// What herald does with a reason, from the one reason table in HeraldCore (`gave_up` and
@@ -144,6 +147,8 @@ public struct Summary: Sendable {
         members.append(.init("throttle_deferrals", .number(String(figures.counters.throttleDeferrals))))
         members.append(.init("unregistered", int(delivery?.unregistered)))
         members.append(.init("rejected_tokens", int(delivery?.rejectedTokens)))
+        members.append(.init("next_due_at", nextDueAt.map(JSONValue.string) ?? .null))
+        members.append(.init("sends_by_local_hour", delivery?.sentByLocalHour.map { .array($0.map { .number(String($0)) }) } ?? .null))
         if let events = extra.events { members.append(.init("events", .object(events.map { .init($0.sink, $0.json) }))) }
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"

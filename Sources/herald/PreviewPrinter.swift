@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldPayload
+import HeraldState
 
 /// Writes `herald preview`'s output: a job line, then one block per audience row. Device tokens
 /// are shortened (personal data); row problems name file, line and reason as `invalid.csv` does.
@@ -13,8 +14,17 @@ final class PreviewPrinter {
     private(set) var printedAny = false
     private var out = ""
 
+    /// `schedule`: each row's due time if the run started now.
+    private let planner: DuePlanner?
+    /// `throttle.frequency_cap`: the ledger beside the state file, read only, when it exists.
+    private let ledger: SharedStore?
+
     init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, now: Int) {
         self.spec = spec; self.payloads = payloads; self.headers = headers; self.now = now
+        planner = spec.schedule.map(DuePlanner.init)
+        let shared = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
+        ledger = spec.throttle.frequencyCap != nil && FileManager.default.fileExists(atPath: shared)
+            ? try? SharedStore(path: shared, readOnly: true) : nil
     }
 
     func printJob() {
@@ -56,6 +66,7 @@ final class PreviewPrinter {
         }
         if let id = spec.audience.idField.flatMap({ record.fields[$0]?.text }), !id.isEmpty { title += " · id \(id)" }
         write(title)
+        if let line = policyLine(record) { write(line) }
 
         let rendered: RenderedHeaders
         switch headers.render(record) {
@@ -75,6 +86,44 @@ final class PreviewPrinter {
         case .failure(let reason, let field, let detail):
             write(Self.rowError(record, reason, field, detail))
         }
+    }
+
+    /// The recipient's time zone and due time (`schedule`) and its frequency-cap verdict, if the
+    /// run started now: `schedule  Europe/Paris · due 2026-12-01T08:00:00Z · capped: 3 pushes in the last 24h`.
+    private func policyLine(_ record: AudienceRecord) -> String? {
+        var parts: [String] = []
+        if let planner {
+            var name = planner.spec.defaultTimezone
+            if let field = spec.audience.timezoneField, let v = record.fields[field]?.text, !v.isEmpty { name = v }
+            if let zone = TimeZoneText.zone(name) {
+                switch planner.due(in: zone, after: Date(timeIntervalSince1970: Double(now))) {
+                case .at(let d) where d.timeIntervalSince1970 <= Double(now): parts.append("\(name) · due now")
+                case .at(let d): parts.append("\(name) · due \(Self.iso(d))")
+                case .never: parts.append("\(name) · not sent: window_missed")
+                }
+            } else {
+                parts.append("\(name) · invalid row, not sent: bad_field_value (not a time zone)")
+            }
+        }
+        if let cap = spec.throttle.frequencyCap {
+            var verdict = "frequency cap \(cap.category): room"
+            for limit in cap.limits {
+                let n = (try? ledger?.cappedPushCount(category: cap.category, topic: headers.topic, token: record.token.hex,
+                                                      window: Double(limit.per), now: Date(timeIntervalSince1970: Double(now)))) ?? 0
+                if n >= limit.max {
+                    verdict = "capped: \(n) push\(n == 1 ? "" : "es") in the last \(DurationText.text(limit.per)) (\(cap.overCap == .skip ? "skipped" : "deferred"))"
+                    break
+                }
+            }
+            parts.append(verdict)
+        }
+        return parts.isEmpty ? nil : (spec.schedule != nil ? "schedule  " : "") + parts.joined(separator: " · ")
+    }
+
+    static func iso(_ date: Date) -> String {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime]
+        return f.string(from: date)
     }
 
     private static func rowError(_ record: AudienceRecord, _ reason: InvalidRowReason, _ field: String, _ detail: String) -> String {

@@ -81,6 +81,10 @@ import Glibc
         let invalid = try String(contentsOfFile: dir.file("reports/\(name)/invalid.csv"), encoding: .utf8)
         #expect(invalid.contains(",22,bad_field_value,tz"), "\(invalid)")
 
+        let preview = try herald(["preview", path, "--row", "3"])
+        #expect(preview.stdout.contains("schedule  UTC · due \(due)"), "\(preview.stdout)")
+        let partial = try JSON.object(dir.file("reports/\(name)/summary.json"))
+        #expect(partial["next_due_at"] as? String == RegistrationTimeText.iso(opens), "\(partial["next_due_at"] ?? "none")")
         let status = try herald(["status", path])
         #expect(status.stdout.contains("waiting   10 for their local window; the next due at \(due)"), "\(status.stdout)")
         #expect(status.stdout.contains("10 scheduled"), "\(status.stdout)")
@@ -117,6 +121,11 @@ import Glibc
         let dueText = RegistrationTimeText.iso(opens)
         #expect(rows[2]?["timezone"] as? String == "UTC" && rows[2]?["due_at"] as? String == dueText, "\(rows[2] ?? [:])")
         #expect(rows[1]?["timezone"] as? String == "+00:01" && rows[1]?["due_at"] is String, "\(rows[1] ?? [:])")
+
+        let summary = try JSON.object(dir.file("reports/\(name)/summary.json"))
+        #expect(summary["next_due_at"] is NSNull)
+        let hours = try #require(summary["sends_by_local_hour"] as? [Int])
+        #expect(hours.count == 24 && hours.reduce(0, +) == 20, "\(hours)")
 
         waiting.process.waitUntilExit()
         #expect(waiting.process.terminationStatus == 0)
