@@ -26,6 +26,12 @@ public struct DeliveryFigures: Sendable, Equatable {
     public private(set) var sentByLocalHour: [Int]? = nil
     /// Zones as the audience wrote them, looked up once each.
     private var zones: [String: TimeZone?] = [:]
+    /// With a `schedule`: recipients and those sent, per time zone as the audience wrote it.
+    public private(set) var byZone: [String: ZoneCount] = [:]
+    public struct ZoneCount: Sendable, Equatable {
+        public var recipients = 0
+        public var sent = 0
+    }
     public var recipients: Int { statusTally.reduce(0, +) }
     private var statusTally = [Int](repeating: 0, count: RecipientStatus.allCases.count)
 
@@ -59,6 +65,12 @@ public struct DeliveryFigures: Sendable, Equatable {
             if let r, !r.isEmpty { byReason[String(decoding: r, as: UTF8.self), default: 0] += 1 }
         }
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
+        d.withText(.timezone) { z in
+            guard let z else { return }
+            let name = String(decoding: z, as: UTF8.self)
+            byZone[name, default: ZoneCount()].recipients += 1
+            if d.status == .sent { byZone[name, default: ZoneCount()].sent += 1 }
+        }
         if d.status == .sent, let second = d.withText(.lastAttemptAt, { $0.flatMap { attemptSeconds.second(of: $0) } }) {
             sentPerSecond[second, default: 0] += 1
             if let name = d.withText(.timezone, { $0.map { String(decoding: $0, as: UTF8.self) } }) {

@@ -51,6 +51,7 @@ public enum SummaryPage {
         h += "<h2>Outcome</h2>\n" + outcomeChart(s)
         h += "<h2>Send rate over time</h2>\n" + rateChart(s)
         h += reasonsTable(s)
+        h += zoneSection(s)
         h += audienceSection(s)
         h += speedSection(s)
         h += "<h2>Files</h2>\n<ul>\n"
@@ -136,6 +137,31 @@ public enum SummaryPage {
         return t + "</table>\n"
     }
 
+    /// With a `schedule`: recipients and sends per time zone, most recipients first, and sends by
+    /// the hour of the recipients' own clocks.
+    static func zoneSection(_ s: Summary) -> String {
+        guard let d = s.delivery, !d.byZone.isEmpty else { return "" }
+        var t = "<h2>By time zone</h2>\n"
+        if let next = s.nextDueAt { t += "<p>The next recipients are due at \(esc(next)) (UTC), when their local window opens.</p>\n" }
+        t += "<table id=\"zones\"><tr><th>Time zone</th><th class=\"num\">Recipients</th><th class=\"num\">Sent</th></tr>\n"
+        let zones = d.byZone.sorted { ($0.value.recipients, $1.key) > ($1.value.recipients, $0.key) }
+        for (zone, c) in zones.prefix(50) {
+            t += "<tr><td>\(esc(zone))</td><td class=\"num\">\(num(c.recipients))</td><td class=\"num\">\(num(c.sent))</td></tr>\n"
+        }
+        if zones.count > 50 {
+            t += "<tr><td class=\"muted\">\(num(zones.count - 50)) more time zones (deliveries.csv has every recipient's)</td><td></td><td></td></tr>\n"
+        }
+        t += "</table>\n"
+        if let hours = d.sentByLocalHour {
+            t += "<h2>Sent by the recipients' own clock</h2>\n<table id=\"local-hours\"><tr><th>Local hour</th><th class=\"num\">Sent</th></tr>\n"
+            for (hour, n) in hours.enumerated() where n > 0 {
+                t += "<tr><td>\(String(format: "%02d:00–%02d:59", hour, hour))</td><td class=\"num\">\(num(n))</td></tr>\n"
+            }
+            t += "</table>\n"
+        }
+        return t
+    }
+
     static func speedSection(_ s: Summary) -> String {
         var t = "<h2>Speed</h2>\n<table id=\"speed\">\n"
         t += "<tr><td>Time taken (all runs of the campaign together)</td><td class=\"num\">\(String(format: "%.1f", s.durationSeconds)) s</td></tr>\n"
@@ -158,6 +184,9 @@ public enum SummaryPage {
         case "suppression_list": return "Apple said earlier that this token is dead, and the device has not registered again since."
         case "vanished_from_audience": return "Removed from the audience file while the campaign was running."
         case "gave_up": return "Kept failing for too long; herald stopped trying."
+        case "window_missed": return "Its local sending window could not open (the date has passed there, quiet hours, or the deadline)."
+        case "frequency_cap": return "The device already had as many pushes of this kind as the frequency cap allows."
+        case "silent_budget": return "The device already had its background pushes for the hour."
         default:
             if reason.hasPrefix("connection_error") { return "The connection to Apple failed; tried again later." }
             return APNsReason(reason).entry?.meaning ?? "An answer herald does not know."

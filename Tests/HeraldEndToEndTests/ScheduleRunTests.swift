@@ -70,6 +70,14 @@ import Glibc
         var path = try job(name, opens: opens, wait: false)
         // Beside it, one run with wait: true of another campaign sends both windows, in order.
         let waiting = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("sched-wait", opens: opens, wait: true)])
+        // And a third, stopped by SIGTERM while it waits: exit 4 at once, resumable.
+        let stopped = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("sched-term", opens: opens, wait: true)], watch: .stderr)
+        _ = try stopped.waitForLine(containing: "wait for their local window")
+        kill(stopped.pid, SIGTERM)
+        stopped.process.waitUntilExit()
+        #expect(stopped.process.terminationStatus == 4)
+        #expect(Date().timeIntervalSince1970 < opens, "it stopped without waiting for the window")
+        #expect(try answered("sched-term").count == 10)
 
         // wait: false — the open window is sent, the run exits 4 saying when the rest are due.
         var r = try herald(["run", path])
@@ -126,6 +134,10 @@ import Glibc
         #expect(summary["next_due_at"] is NSNull)
         let hours = try #require(summary["sends_by_local_hour"] as? [Int])
         #expect(hours.count == 24 && hours.reduce(0, +) == 20, "\(hours)")
+        let page = try String(contentsOfFile: dir.file("reports/\(name)/summary.html"), encoding: .utf8)
+        #expect(page.contains("<table id=\"zones\">") && page.contains("<tr><td>UTC</td><td class=\"num\">10</td><td class=\"num\">10</td></tr>")
+                && page.contains("<tr><td>+00:01</td><td class=\"num\">10</td><td class=\"num\">10</td></tr>"), "the table by time zone")
+        #expect(page.contains("<table id=\"local-hours\">"))
 
         waiting.process.waitUntilExit()
         #expect(waiting.process.terminationStatus == 0)
