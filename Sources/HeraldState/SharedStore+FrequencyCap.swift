@@ -24,18 +24,7 @@ public enum FrequencyCapDecision: Sendable, Equatable {
 extension SharedStore {
     public func admitCapped(_ pushes: [SilentPush], topic: String, cap: FrequencyCap, campaign: String,
                             now: Date = Date()) throws(StateError) -> [FrequencyCapDecision] {
-        do {
-            return try db.writeWithoutTransaction { db in
-                var decisions: [FrequencyCapDecision] = []
-                try db.inTransaction(.immediate) {
-                    decisions = try Self.admitCapped(db, pushes, topic: topic, cap: cap, campaign: campaign, now: now)
-                    return .commit
-                }
-                return decisions
-            }
-        } catch {
-            throw StateError(path: path, error)
-        }
+        try immediate { db in try Self.admitCapped(db, pushes, topic: topic, cap: cap, campaign: campaign, now: now) }
     }
 
     private static func admitCapped(_ db: Database, _ pushes: [SilentPush], topic: String, cap: FrequencyCap, campaign: String,

@@ -37,18 +37,7 @@ extension SharedStore {
     /// push is admitted and still recorded, so campaigns with a budget count it.
     public func admitSilent(_ pushes: [SilentPush], campaign: String, limit: Int, window: TimeInterval = SharedStore.silentWindow,
                             now: Date = Date()) throws(StateError) -> [SilentBudgetDecision] {
-        do {
-            return try db.writeWithoutTransaction { db in
-                var decisions: [SilentBudgetDecision] = []
-                try db.inTransaction(.immediate) {
-                    decisions = try Self.admit(db, pushes, campaign: campaign, limit: limit, window: window, now: now)
-                    return .commit
-                }
-                return decisions
-            }
-        } catch {
-            throw StateError(path: path, error)
-        }
+        try immediate { db in try Self.admit(db, pushes, campaign: campaign, limit: limit, window: window, now: now) }
     }
 
     private static func admit(_ db: Database, _ pushes: [SilentPush], campaign: String, limit: Int, window: TimeInterval,

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 
 /// `herald-shared.sqlite`, beside the campaign state files: what several campaigns sharing a state
-/// directory must agree on (the silent-push ledger, the suppression list of dead tokens).
+/// directory must agree on (the silent-push ledger, the frequency-cap ledger, the suppression list of dead tokens).
 ///
 /// Campaigns run as separate processes, possibly at the same time, so the file is in WAL mode with
 /// a busy timeout, and every write is one short transaction. Created 0600 like the state files.
@@ -30,6 +30,24 @@ public final class SharedStore: SQLiteStore, Sendable {
                 for attempt in 1... {
                     do { try SharedSchema.migrator.migrate(db); break } catch where attempt < 5 { continue }
                 }
+            }
+        } catch {
+            throw StateError(path: path, error)
+        }
+    }
+
+    /// `body` in one IMMEDIATE transaction: SQLite's write lock is taken before anything is read,
+    /// so a check and the insert it allows cannot interleave with another campaign's
+    /// (https://sqlite.org/lang_transaction.html, "IMMEDIATE").
+    func immediate<T>(_ body: (Database) throws -> T) throws(StateError) -> T {
+        do {
+            return try db.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
             }
         } catch {
             throw StateError(path: path, error)
