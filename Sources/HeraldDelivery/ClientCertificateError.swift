@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 /// Why the job's client certificate cannot be used. Found before anything is sent; each message
 /// names the job field to fix and never contains the password.
@@ -45,9 +46,5 @@ public enum ClientCertificateError: Error, Equatable, CustomStringConvertible {
         }
     }
 
-    static func day(_ d: Date) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f.string(from: d)
-    }
+    static func day(_ d: Date) -> String { UTCText.seconds(d) }
 }

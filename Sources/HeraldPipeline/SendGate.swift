@@ -228,11 +228,7 @@ final class SendGate {
         return parts.joined(separator: "; ") + "; \(open) recipient(s) not final yet, rerun to resume"
     }
 
-    static func iso(_ date: Date) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f.string(from: date)
-    }
+    static func iso(_ date: Date) -> String { UTCText.seconds(date) }
 
     private func commit<T>(_ body: () throws(StateError) -> T) throws(RunFailure) -> T {
         try CampaignRunner.wrap(.sending, body)

@@ -120,11 +120,7 @@ final class PreviewPrinter {
         return parts.isEmpty ? nil : (spec.schedule != nil ? "schedule  " : "") + parts.joined(separator: " · ")
     }
 
-    static func iso(_ date: Date) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f.string(from: date)
-    }
+    static func iso(_ date: Date) -> String { UTCText.seconds(date) }
 
     private static func rowError(_ record: AudienceRecord, _ reason: InvalidRowReason, _ field: String, _ detail: String) -> String {
         "not sent: \(record.location): \(reason.rawValue)\(field.isEmpty ? "" : " (\(field))"): \(detail)"

@@ -42,11 +42,7 @@ struct StatusCommand: ParsableCommand {
         FileHandle.standardOutput.write(Data(text.utf8))
     }
 
-    static func iso(_ date: Date) -> String {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime]
-        return f.string(from: date)
-    }
+    static func iso(_ date: Date) -> String { UTCText.seconds(date) }
 
     static func text(_ s: CampaignStatus) -> String {
         var lines = ["state     \(s.statePath)"]
