@@ -133,24 +133,18 @@ final class SendGate {
         // The silent-push budget, before the rate: a push held back takes no rate token. Entries
         // are stamped when the push will actually leave (after the rate wait), never earlier.
         if let ledger, pushType == .background, !candidates.isEmpty {
-            let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
-            let pushes = candidates.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }
+            let (pushes, leaves) = ledgerPushes(candidates, now: now, mono: mono)
             let decisions = try commit { () throws(StateError) in
                 try ledger.admitSilent(pushes, campaign: campaign, limit: throttle.silentPerDevicePerHour, window: silentWindow, now: leaves)
             }
             CrashPoint.ledger.reached()
-            var admitted: [ClaimedRecipient] = []
-            var deferred: [(seq: Int64, until: Date)] = []
-            for (c, d) in zip(candidates, decisions) {
-                switch d {
-                case .admitted: admitted.append(c)
-                case .overBudget(let opens):
-                    if throttle.silentOverBudget == .skip { a.throttled.append(c.seq) } else { deferred.append((c.seq, opens)) }
-                }
-            }
-            a.deferred = deferred.map(\.seq)
-            counters.throttleDeferrals += a.throttled.count + deferred.count
-            if !a.throttled.isEmpty { try commit { () throws(StateError) in try state.markThrottled(a.throttled) } }
+            let (admitted, held) = Self.split(candidates, decisions.map(\.opensAt))
+            let skipped = throttle.silentOverBudget == .skip ? held.map(\.seq) : []
+            let deferred = throttle.silentOverBudget == .skip ? [] : held
+            a.throttled += skipped
+            a.deferred += deferred.map(\.seq)
+            counters.throttleDeferrals += held.count
+            if !skipped.isEmpty { try commit { () throws(StateError) in try state.markThrottled(skipped) } }
             if !deferred.isEmpty { try commit { () throws(StateError) in try state.deferSilent(deferred, runAttemptLimit: maxAttempts) } }
             candidates = admitted
         }
@@ -158,25 +152,17 @@ final class SendGate {
         // The frequency cap: each push takes its slot before it leaves, the whole batch in one
         // transaction (so two campaigns of the category cannot both take a device's last slot).
         if let ledger, let cap = frequencyCap, !candidates.isEmpty {
-            let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
-            let pushes = candidates.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }
+            let (pushes, leaves) = ledgerPushes(candidates, now: now, mono: mono)
             let decisions = try commit { () throws(StateError) in
                 try ledger.admitCapped(pushes, topic: topic, cap: cap, campaign: campaign, now: leaves)
             }
             CrashPoint.ledger.reached()
-            var admitted: [ClaimedRecipient] = []
-            var skipped: [Int64] = []
-            var deferred: [(seq: Int64, until: Date)] = []
-            for (c, d) in zip(candidates, decisions) {
-                switch d {
-                case .admitted: admitted.append(c)
-                case .overCap(let opens):
-                    if cap.overCap == .skip { skipped.append(c.seq) } else { deferred.append((c.seq, opens)) }
-                }
-            }
+            let (admitted, held) = Self.split(candidates, decisions.map(\.opensAt))
+            let skipped = cap.overCap == .skip ? held.map(\.seq) : []
+            let deferred = cap.overCap == .skip ? [] : held
             a.throttled += skipped
             a.deferred += deferred.map(\.seq)
-            counters.throttleDeferrals += skipped.count + deferred.count
+            counters.throttleDeferrals += held.count
             if !skipped.isEmpty {
                 try commit { () throws(StateError) in try state.markThrottled(skipped, reason: RunState.frequencyCapReason) }
             }
@@ -201,6 +187,23 @@ final class SendGate {
         }
         a.send = candidates
         return a
+    }
+
+    /// A batch as the shared ledgers see it, and when it leaves: entries are stamped with the time
+    /// the pushes actually go (after the rate wait), never earlier.
+    private func ledgerPushes(_ batch: [ClaimedRecipient], now: Date, mono: Double) -> ([SilentPush], Date) {
+        let wait = max(overall.wait(for: batch.count, now: mono), silent.wait(for: batch.count, now: mono))
+        return (batch.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }, now.addingTimeInterval(wait))
+    }
+
+    /// A batch split by a ledger's answers (nil: admitted; a date: held back, room again then).
+    private static func split(_ batch: [ClaimedRecipient], _ opens: [Date?]) -> (admitted: [ClaimedRecipient], held: [(seq: Int64, until: Date)]) {
+        var admitted: [ClaimedRecipient] = []
+        var held: [(seq: Int64, until: Date)] = []
+        for (c, at) in zip(batch, opens) {
+            if let at { held.append((c.seq, at)) } else { admitted.append(c) }
+        }
+        return (admitted, held)
     }
 
     /// Why the run ends incomplete because of the throttle, if it does: said instead of the

@@ -8,6 +8,12 @@ public enum FrequencyCapDecision: Sendable, Equatable {
     case admitted
     /// The device has had its pushes for a limit: the earliest time every limit has room again.
     case overCap(opensAt: Date)
+
+    /// When the device has room again; nil: admitted.
+    public var opensAt: Date? {
+        if case .overCap(let at) = self { return at }
+        return nil
+    }
 }
 
 /// The frequency-cap ledger (`throttle.frequency_cap`): every push a campaign of a category

@@ -14,6 +14,12 @@ public enum SilentBudgetDecision: Sendable, Equatable {
     case admitted
     /// The device already had its budget within the window: the earliest time it has room again.
     case overBudget(opensAt: Date)
+
+    /// When the device has room again; nil: admitted.
+    public var opensAt: Date? {
+        if case .overBudget(let at) = self { return at }
+        return nil
+    }
 }
 
 /// The silent-push ledger: every background push that any campaign of the state directory sends,
