@@ -51,6 +51,22 @@ public struct DuePlanner: Sendable {
         return .never
     }
 
+    /// When `t` is a time a push may start (inside `local_time`, outside `quiet_hours`): the end of
+    /// that allowed stretch, the earlier of the window's end and the next quiet hours' start
+    /// (`.distantFuture` when neither comes). nil when `t` itself is not allowed.
+    public func openUntil(in zone: TimeZone, at t: Date) -> Date? {
+        guard due(in: zone, after: t) == .at(t) else { return nil }
+        let now = t.timeIntervalSince1970
+        var end = Double.infinity
+        if let window = spec.localTime, let (_, close) = Self.span(window, endingAfter: now, in: zone, onDay: spec.date?.dayNumber) {
+            end = min(end, close)
+        }
+        if let quiet = spec.quietHours, let (start, _) = Self.span(quiet, endingAfter: now, in: zone, onDay: nil) {
+            end = min(end, start)
+        }
+        return end.isFinite ? Date(timeIntervalSince1970: end) : .distantFuture
+    }
+
     /// The first occurrence of `span` (on local day `day` only, if given) that ends after `t`:
     /// its start and end as UNIX seconds.
     static func span(_ span: LocalSpan, endingAfter t: Double, in zone: TimeZone, onDay day: Int?) -> (Double, Double)? {

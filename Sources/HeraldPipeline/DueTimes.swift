@@ -59,26 +59,64 @@ final class DueTimes: Sendable {
     }
 }
 
-/// `schedule.quiet_hours` for retries: a retry whose time falls in its recipient's quiet hours is
-/// held until they end. Zones are looked up once each; used by the send loop's thread only.
-final class QuietHours {
-    private let planner: DuePlanner
-    private var zones: [String: TimeZone?] = [:]
-
-    init?(schedule: ScheduleSpec?) {
-        guard let quiet = schedule?.quietHours else { return nil }
-        var only = ScheduleSpec()
-        only.quietHours = quiet
-        planner = DuePlanner(spec: only)
+/// The schedule checked again as each claimed recipient is about to leave. Due times are worked
+/// out when rows are recorded, but a run can start after a window has closed (cron reruns a
+/// `wait: false` job at 15:00 for a 09:00–11:00 window) or while the quiet hours are on: a
+/// recipient's first push starts only inside `local_time` and outside `quiet_hours`, a retry only
+/// outside `quiet_hours` (the job's promise: "never start a push inside these local hours
+/// (retries included)"). Each zone's allowed stretch is worked out once and reused until it ends,
+/// so the check costs a dictionary lookup per push. Used by the send loop's thread only.
+final class LocalTimeCheck {
+    enum Verdict: Equatable {
+        case open
+        /// Not now: due again then.
+        case hold(until: Date)
+        /// A first push whose window cannot open any more (`date` passed, or after the absolute deadline).
+        case missed
     }
 
-    /// `time`, or the end of the quiet hours it falls in, in `zone` (nil, or a zone no longer
-    /// known: `time`).
-    func hold(_ time: Date, zone: String?) -> Date {
-        guard let zone else { return time }
+    private let first: DuePlanner
+    private let retry: DuePlanner?
+    private let defaultZone: String
+    private let missedAfter: Double
+    private var zones: [String: TimeZone?] = [:]
+    /// Per zone and kind (first push or retry): until when a push may start.
+    private var open: [String: Date] = [:]
+    private var openForRetry: [String: Date] = [:]
+
+    init?(job: JobSpec) {
+        guard let schedule = job.schedule else { return nil }
+        first = DuePlanner(spec: schedule)
+        var quiet = ScheduleSpec()
+        quiet.quietHours = schedule.quietHours
+        retry = schedule.quietHours == nil ? nil : DuePlanner(spec: quiet)
+        defaultZone = schedule.defaultTimezone
+        missedAfter = job.throttle.deadline?.at.map(Double.init) ?? .infinity
+    }
+
+    /// A recipient leaving at `leaves`: a retry when it has been attempted before (`attempts` counts
+    /// this one), in `zone` (nil: the default zone; a zone no longer known: not held).
+    func check(zone: String?, attempts: Int, leaves: Date) -> Verdict {
+        let isRetry = attempts > 1
+        let name = zone ?? defaultZone
+        if let until = (isRetry ? openForRetry : open)[name], leaves < until { return .open }
+        guard let planner = isRetry ? retry : first else { return .open }
         let tz: TimeZone?
-        if let known = zones[zone] { tz = known } else { tz = TimeZoneText.zone(zone); zones[zone] = tz }
-        guard let tz, case .at(let held) = planner.due(in: tz, after: time) else { return time }
-        return held
+        if let known = zones[name] { tz = known } else { tz = TimeZoneText.zone(name); zones[name] = tz }
+        guard let tz else { return .open }
+        if let until = planner.openUntil(in: tz, at: leaves) {
+            if isRetry { openForRetry[name] = until } else { open[name] = until }
+            return .open
+        }
+        switch planner.due(in: tz, after: leaves) {
+        case .at(let d): return isRetry || d.timeIntervalSince1970 <= missedAfter ? .hold(until: d) : .missed
+        case .never: return isRetry ? .open : .missed
+        }
+    }
+
+    /// A retry's time, or the end of the quiet hours it falls in.
+    func holdRetry(_ time: Date, zone: String?) -> Date {
+        if case .hold(let until) = check(zone: zone, attempts: 2, leaves: time) { return until }
+        return time
     }
 }

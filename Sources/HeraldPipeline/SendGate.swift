@@ -42,6 +42,10 @@ final class SendGate {
     let topic: String
     /// Whether the job has a `schedule` (what a `scheduled` recipient waits for).
     let hasSchedule: Bool
+    /// `schedule.wait`.
+    let waitsForWindows: Bool
+    /// `schedule`, checked again as each recipient leaves; nil without one.
+    let localTime: LocalTimeCheck?
     /// Apple's hour; shorter only in tests (`HERALD_TEST_SILENT_WINDOW`).
     let silentWindow: TimeInterval
     /// UNIX seconds after which no send starts (`.infinity`: no deadline).
@@ -71,6 +75,8 @@ final class SendGate {
         frequencyCap = spec.throttle.frequencyCap
         topic = spec.apns.topic
         hasSchedule = spec.schedule != nil
+        waitsForWindows = spec.schedule?.wait ?? true
+        localTime = LocalTimeCheck(job: spec)
         if spec.push.type == .background || spec.throttle.frequencyCap != nil {
             ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
@@ -128,6 +134,27 @@ final class SendGate {
                 candidates = Array(candidates[..<fits])
                 try commit { () throws(StateError) in try state.release(a.unclaimed) }
             }
+        }
+
+        // The schedule, as each recipient leaves (see LocalTimeCheck), before the ledgers: a push
+        // held for its window or the quiet hours takes no slot.
+        if let localTime, !candidates.isEmpty {
+            let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
+            var admitted: [ClaimedRecipient] = []
+            var held: [(seq: Int64, until: Date)] = []
+            var missed: [Int64] = []
+            for c in candidates {
+                switch localTime.check(zone: c.timezone, attempts: c.attempts, leaves: leaves) {
+                case .open: admitted.append(c)
+                case .hold(let until): held.append((c.seq, until))
+                case .missed: missed.append(c.seq)
+                }
+            }
+            a.deferred += held.map(\.seq)
+            a.throttled += missed
+            if !held.isEmpty { try commit { () throws(StateError) in try state.holdForSchedule(held) } }
+            if !missed.isEmpty { try commit { () throws(StateError) in try state.markThrottled(missed, reason: RunState.windowMissedReason) } }
+            candidates = admitted
         }
 
         // The silent-push budget, before the rate: a push held back takes no rate token. Entries
@@ -223,12 +250,22 @@ final class SendGate {
         }
         let scheduled = try commit { () throws(StateError) in try state.scheduledCount() }
         if scheduled > 0, let due = try commit({ () throws(StateError) in try state.nextDueTime() }) {
-            let what = frequencyCap == nil ? "their local window" : (hasSchedule ? "their local window or a frequency-cap slot" : "a frequency-cap slot")
             let how = deadlinePassed || !hasSchedule ? "" : " (schedule.wait: false)"
-            parts.append("\(scheduled) recipient(s) wait for \(what)\(how); the next are due at \(Self.iso(due)): rerun then")
+            parts.append("\(scheduled) recipient(s) wait for \(waitingFor)\(how); the next are due at \(Self.iso(due)): rerun then")
+        }
+        if hasSchedule, !waitsForWindows {
+            let held = try commit { () throws(StateError) in try state.heldRetries(maxAttempts: maxAttempts, after: clock.now()) }
+            if held.count > 0, let first = held.earliest {
+                parts.append("\(held.count) retried recipient(s) held by schedule.quiet_hours (schedule.wait: false); the first may go at \(Self.iso(first)): rerun then")
+            }
         }
         guard !parts.isEmpty else { return nil }
         return parts.joined(separator: "; ") + "; \(open) recipient(s) not final yet, rerun to resume"
+    }
+
+    /// What a `scheduled` recipient waits for, in messages.
+    var waitingFor: String {
+        frequencyCap == nil ? "their local window" : (hasSchedule ? "their local window or a frequency-cap slot" : "a frequency-cap slot")
     }
 
     static func iso(_ date: Date) -> String { UTCText.seconds(date) }

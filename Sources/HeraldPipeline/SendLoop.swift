@@ -61,7 +61,6 @@ final class SendLoop {
     private var nextClaimAt = Date.distantPast
     /// The due time last logged as waited for (`schedule.wait: true`), so each wait is said once.
     private var announcedWait: Date?
-    private let quiet: QuietHours?
     /// Set once a claim was made after `moreComing` turned false (sending while reading).
     private var lookedAfterReading = false
     private var lastCommit = Date.distantPast
@@ -82,7 +81,6 @@ final class SendLoop {
         // (docs/benchmarks.md has the figures).
         claimChunk = max(1, window / 2)
         adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
-        quiet = QuietHours(schedule: spec.schedule)
     }
 
     private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || gate.deadlinePassed || stopRequested() }
@@ -192,11 +190,16 @@ final class SendLoop {
             if next.map({ due < $0 }) ?? true, due > Date().addingTimeInterval(1), announcedWait != due {
                 announcedWait = due
                 let waiting = (try? state.scheduledCount()) ?? 0
-                logger.notice("\(waiting) recipient(s) wait for their local window; the next are due at \(SendGate.iso(due)) (schedule.wait: true)")
+                logger.notice("\(waiting) recipient(s) wait for \(gate.waitingFor); the next are due at \(SendGate.iso(due)) (schedule.wait: true)")
             }
             next = min(next ?? due, due)
         }
         guard let next else { return false }
+        if spec.schedule?.quietHours != nil, spec.schedule?.wait == true, next.timeIntervalSinceNow > 60, announcedWait != next,
+           let held = try? state.heldRetries(maxAttempts: maxAttempts, after: Date()), held.count > 0, held.earliest == next {
+            announcedWait = next
+            logger.notice("\(held.count) retried recipient(s) held by schedule.quiet_hours; the first may go at \(SendGate.iso(next)) (schedule.wait: true)")
+        }
         // `schedule.wait: false`: a retry held by quiet hours waits for a later run, not in this one.
         if spec.schedule?.wait == false && next.timeIntervalSinceNow > 60 { return false }
         let wait = min(next.timeIntervalSinceNow, 0.25)
@@ -238,7 +241,7 @@ final class SendLoop {
         case .retry(var outcome, let delay):
             retries += 1
             // `schedule.quiet_hours` hold retries too; the hold does not count against retry.max_elapsed.
-            if let quiet, let at = outcome.retryAt { outcome.retryAt = quiet.hold(at, zone: o.claimed.timezone) }
+            if let check = gate.localTime, let at = outcome.retryAt { outcome.retryAt = check.holdRetry(at, zone: o.claimed.timezone) }
             let first = firstTry[seq] ?? o.claimedAt
             if now.addingTimeInterval(delay).timeIntervalSince(first) > Double(spec.retry.maxElapsed) {
                 firstTry.removeValue(forKey: seq)

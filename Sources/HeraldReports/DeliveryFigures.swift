@@ -32,6 +32,9 @@ public struct DeliveryFigures: Sendable, Equatable {
         public var recipients = 0
         public var sent = 0
     }
+    /// With a `schedule`: recipients by the UNIX second their local window opened (`due_at`), for
+    /// the windows drawn over the send rate. As many entries as distinct due times (zones × days).
+    public private(set) var windowOpenings: [Int64: Int] = [:]
     public var recipients: Int { statusTally.reduce(0, +) }
     private var statusTally = [Int](repeating: 0, count: RecipientStatus.allCases.count)
 
@@ -65,6 +68,7 @@ public struct DeliveryFigures: Sendable, Equatable {
             if let r, !r.isEmpty { byReason[String(decoding: r, as: UTF8.self), default: 0] += 1 }
         }
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
+        if let due = d.dueAt { windowOpenings[Int64(due.rounded(.down)), default: 0] += 1 }
         d.withText(.timezone) { z in
             guard let z else { return }
             let name = String(decoding: z, as: UTF8.self)
@@ -101,9 +105,11 @@ public struct DeliveryFigures: Sendable, Equatable {
         return latencyHistogram.keys.max()
     }
 
-    /// The send rate as at most `maxBars` buckets of whole seconds: (bucket start, bucket seconds, sends).
-    public func sendRate(maxBars: Int = 60) -> (start: Int64, seconds: Int64, counts: [Int])? {
-        guard let first = sentPerSecond.keys.min(), let last = sentPerSecond.keys.max() else { return nil }
+    /// The send rate as at most `maxBars` buckets of whole seconds: (bucket start, bucket seconds,
+    /// sends). The buckets also cover the seconds in `including` (the windows' openings).
+    public func sendRate(maxBars: Int = 60, including: some Collection<Int64> = [Int64]()) -> (start: Int64, seconds: Int64, counts: [Int])? {
+        guard let firstSent = sentPerSecond.keys.min(), let lastSent = sentPerSecond.keys.max() else { return nil }
+        let first = min(firstSent, including.min() ?? firstSent), last = max(lastSent, including.max() ?? lastSent)
         let span = last - first + 1
         let width = max(1, (span + Int64(maxBars) - 1) / Int64(maxBars))
         var counts = [Int](repeating: 0, count: Int((span + width - 1) / width))

@@ -89,9 +89,11 @@ public enum SummaryPage {
         return svg + "</ul>\n"
     }
 
-    /// Notifications sent per second, as bars over the run's time (UTC).
+    /// Notifications sent per second, as bars over the run's time (UTC); with a `schedule`, a line
+    /// where the recipients' local windows opened.
     static func rateChart(_ s: Summary) -> String {
-        guard let rate = s.delivery?.sendRate(maxBars: 60) else {
+        let openings = s.delivery?.windowOpenings ?? [:]
+        guard let rate = s.delivery?.sendRate(maxBars: 60, including: openings.keys) else {
             return "<p id=\"rate-chart\" class=\"muted\">Nothing was sent yet.</p>\n"
         }
         let width = 640, height = 220, left = 60, bottom = 30, plotW = 560, plotH = 170
@@ -108,12 +110,24 @@ public enum SummaryPage {
             let start = RegistrationTime.iso8601(milliseconds: (rate.start + Int64(i) * rate.seconds) * 1000)
             svg += "<rect x=\"\(left + i * barW)\" y=\"\(height - bottom - h)\" width=\"\(max(1, barW - 1))\" height=\"\(h)\" fill=\"#1565c0\"><title>\(clock(start)): \(num(Int(v.rounded()))) per second</title></rect>\n"
         }
+        // The openings within one bar share a line: at most one per bar.
+        var lines: [Int: (at: Int64, recipients: Int)] = [:]
+        for (at, n) in openings {
+            let bar = Int((at - rate.start) / rate.seconds)
+            lines[bar] = (min(lines[bar]?.at ?? at, at), (lines[bar]?.recipients ?? 0) + n)
+        }
+        for (bar, line) in lines.sorted(by: { $0.key < $1.key }) {
+            let x = left + bar * barW + Int(Double(barW) * Double((line.at - rate.start) % rate.seconds) / Double(rate.seconds))
+            let when = clock(RegistrationTime.iso8601(milliseconds: line.at * 1000))
+            svg += "<line class=\"window\" x1=\"\(x)\" y1=\"\(height - bottom - plotH)\" x2=\"\(x)\" y2=\"\(height - bottom)\" stroke=\"#ef6c00\" stroke-dasharray=\"4 3\" stroke-width=\"2\"><title>\(when) UTC: the local window of \(num(line.recipients)) recipient(s) opened</title></line>\n"
+        }
         let first = RegistrationTime.iso8601(milliseconds: rate.start * 1000)
         let last = RegistrationTime.iso8601(milliseconds: (rate.start + Int64(rate.counts.count) * rate.seconds) * 1000)
         svg += "<text x=\"\(left)\" y=\"\(height - 8)\" font-size=\"12\">\(clock(first)) UTC</text>"
         svg += "<text x=\"\(left + plotW)\" y=\"\(height - 8)\" font-size=\"12\" text-anchor=\"end\">\(clock(last)) UTC</text>\n</svg>\n"
         let each = rate.seconds == 1 ? "each bar is one second" : "each bar is \(rate.seconds) seconds"
-        return svg + "<p class=\"muted\">Notifications accepted by Apple per second (\(each)). Gaps are pauses, for example between a stop and the rerun that finished the campaign.</p>\n"
+        let windows = openings.isEmpty ? "" : " Dashed orange lines: a local window opened (schedule); hover one for how many recipients it opened for."
+        return svg + "<p class=\"muted\">Notifications accepted by Apple per second (\(each)). Gaps are pauses, for example between a stop and the rerun that finished the campaign, or the wait for a window.\(windows)</p>\n"
     }
 
     static func reasonsTable(_ s: Summary) -> String {

@@ -36,6 +36,19 @@ extension RunState {
         }
     }
 
+    /// `schedule`, checked again as a claimed recipient leaves: outside its window or inside its
+    /// quiet hours, it waits until `until`. A first push waits as `scheduled` (like a recipient whose
+    /// window has not opened yet), a retry as `retry` with its last answer kept; no attempt is counted.
+    public func holdForSchedule(_ recipients: [(seq: Int64, until: Date)]) throws(StateError) {
+        try write { db in
+            let update = try db.cachedStatement(sql: """
+                UPDATE recipient SET status = CASE WHEN attempts > 0 THEN 'retry' ELSE 'scheduled' END, retry_at = ?
+                WHERE seq = ?
+                """)
+            for r in recipients { try update.execute(arguments: [r.until.timeIntervalSince1970, r.seq]) }
+        }
+    }
+
     /// `throttle.silent_over_budget: defer`: the recipient waits (status `retry`, reason
     /// `silent_budget`) until its device's window opens, and this invocation neither claims it
     /// again nor waits for it: its run attempts are set to `runAttemptLimit` (the run's
@@ -73,6 +86,18 @@ extension RunState {
                 SELECT COUNT(*) AS n, MIN(retry_at) AS earliest FROM recipient
                 WHERE run = ? AND status = 'retry' AND \(Self.flagged) AND reason = '\(Self.silentBudgetReason)'
                 """, arguments: [id])
+            return (row?["n"] ?? 0, (row?["earliest"] as Double?).map { Date(timeIntervalSince1970: $0) })
+        }
+    }
+
+    /// Retries with attempts left in this run that are not due before `after` (held by the quiet
+    /// hours), and the earliest time one may go.
+    public func heldRetries(maxAttempts: Int, after: Date) throws(StateError) -> (count: Int, earliest: Date?) {
+        try read { db in
+            let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*) AS n, MIN(retry_at) AS earliest FROM recipient
+                WHERE run = ? AND status = 'retry' AND \(Self.flagged) AND run_attempts < ? AND retry_at > ?
+                """, arguments: [id, maxAttempts, after.timeIntervalSince1970])
             return (row?["n"] ?? 0, (row?["earliest"] as Double?).map { Date(timeIntervalSince1970: $0) })
         }
     }

@@ -138,6 +138,8 @@ import Glibc
         #expect(page.contains("<table id=\"zones\">") && page.contains("<tr><td>UTC</td><td class=\"num\">10</td><td class=\"num\">10</td></tr>")
                 && page.contains("<tr><td>+00:01</td><td class=\"num\">10</td><td class=\"num\">10</td></tr>"), "the table by time zone")
         #expect(page.contains("<table id=\"local-hours\">"))
+        let opened = "\(Self.hhmm(opens)):00 UTC: the local window of 10 recipient(s) opened"
+        #expect(page.contains("<line class=\"window\"") && page.contains(opened), "the UTC rows' window over the send rate")
 
         waiting.process.waitUntilExit()
         #expect(waiting.process.terminationStatus == 0)
@@ -172,5 +174,63 @@ import Glibc
         #expect(try answered("missed").isEmpty)
         let csv = try String(contentsOfFile: dir.file("reports/missed/deliveries.csv"), encoding: .utf8)
         #expect(csv.contains(",throttled,,window_missed,") && csv.contains(",Asia/Tokyo,\n") && csv.contains(",America/New_York,\n"), "\(csv)")
+    }
+
+    /// `quiet_hours` hold retries too: a recipient whose first attempt failed in a run without quiet
+    /// hours is not retried while they are on, in either `wait` mode, and goes once they end.
+    @Test func theQuietHoursHoldARetry() throws {
+        let now = Date().timeIntervalSince1970
+        try dir.write("data/quiet.csv", "token\n" + (1...6).map { String(format: "%064x", $0) }.joined(separator: "\n") + "\n")
+        func job(_ name: String, flaky: Bool = false, schedule: String = "") throws -> String {
+            let fault = flaky ? ", flaky: [{ prefix: \"\(String(format: "%064x", 3))\", count: 1, status: 503 }]" : ""
+            return try dir.write("jobs/\(name).yaml", """
+                campaign: \(name)
+                audience: { files: [../data/quiet.csv] }
+                apns:
+                  endpoint: simulator
+                  topic: com.example.app
+                  simulator: { log: ../out/\(name).ndjson\(fault) }
+                push: { template: { aps: { alert: "hello" } } }
+                retry: { max_attempts: 1 }
+                \(schedule)
+                """)
+        }
+        func quiet(until end: TimeInterval, wait: Bool) -> String {
+            "schedule: { quiet_hours: { from: \"\(Self.hhmm(now - 120))\", to: \"\(Self.hhmm(end))\" }, wait: \(wait) }"
+        }
+        // Two campaigns, each without quiet hours at first: token 3 answers 503 once and has no
+        // attempt left in that run.
+        for name in ["quiet", "quiet-wait"] {
+            let r = try herald(["run", try job(name, flaky: true)])
+            #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
+            #expect(try answered(name).map(\.token).sorted() == Array(1...6))
+        }
+        Thread.sleep(forTimeInterval: 1.5)   // past the 503's backoff: the retries are due
+
+        // Quiet hours on now, ending in ten minutes: wait: false holds the retry and says until when.
+        let later = ((now + 600) / 60).rounded(.down) * 60
+        let laterText = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: later))
+        let r = try herald(["run", try job("quiet", schedule: quiet(until: later, wait: false))])
+        #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("1 retried recipient(s) held by schedule.quiet_hours (schedule.wait: false); the first may go at \(laterText): rerun then"),
+                "\(r.stderr)")
+        #expect(try answered("quiet").count == 6, "nothing sent in the quiet hours")
+        // wait: true stays up for their end, saying so; SIGTERM ends the wait, exit 4.
+        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("quiet", schedule: quiet(until: later, wait: true))], watch: .stderr)
+        let line = try p.waitForLine(containing: "held by schedule.quiet_hours")
+        #expect(line.contains("1 retried recipient(s) held by schedule.quiet_hours; the first may go at \(laterText) (schedule.wait: true)"), "\(line)")
+        kill(p.pid, SIGTERM)
+        p.process.waitUntilExit()
+        #expect(p.process.terminationStatus == 4)
+        #expect(try answered("quiet").count == 6)
+
+        // Quiet hours ending at the next minute boundary at least 5 s away: one waiting run sends
+        // the retry once, after they end.
+        let soon = ((Date().timeIntervalSince1970 + 5) / 60).rounded(.up) * 60
+        let w = try herald(["run", try job("quiet-wait", schedule: quiet(until: soon, wait: true))])
+        #expect(w.status == 0, "\(w.stdout)\(w.stderr)")
+        let all = try answered("quiet-wait")
+        #expect(all.count == 7 && all.last?.token == 3, "\(all.map(\.token))")
+        #expect((all.last?.ms ?? 0) >= soon * 1000, "the retry went after the quiet hours ended")
     }
 }

@@ -185,4 +185,33 @@ final class FakeThrottleClock: ThrottleClock, @unchecked Sendable {
         #expect(a.send.isEmpty && a.unclaimed.count == 3)
         #expect(try statuses(s) == ["pending/": 3])
     }
+
+    /// `schedule` is checked again as a claimed batch leaves: first pushes outside their window and
+    /// retries inside the quiet hours are committed as waiting, and take no rate token.
+    @Test func theScheduleHoldsFirstPushesOutsideTheWindowAndRetriesInTheQuietHours() throws {
+        let clock = FakeThrottleClock()   // 2027-01-15T08:00:00Z
+        var job = spec("local", type: .alert, throttle: ThrottleSpec())
+        var schedule = ScheduleSpec()
+        schedule.localTime = LocalSpan(from: LocalClockTime("09:00")!, to: LocalClockTime("10:00")!)
+        schedule.quietHours = LocalSpan(from: LocalClockTime("21:00")!, to: LocalClockTime("08:30")!)
+        job.schedule = schedule
+        let s = try state(job, tokens: 1...4)
+        let gate = try SendGate(spec: job, state: s, maxAttempts: 5, clock: clock, logger: logger)
+        let early = try gate.admit(s.claim(limit: 4, now: clock.now()))
+        #expect(early.send.isEmpty && early.deferred.count == 4, "08:00: the window opens at 09:00")
+        #expect(try s.scheduledCount() == 4 && s.nextDueTime() == clock.now().addingTimeInterval(3600))
+        #expect(try s.claim(limit: 4, now: clock.now()).isEmpty, "held, not claimable before then")
+
+        clock.advance(3600)
+        let open = try gate.admit(s.claim(limit: 4, now: clock.now()))
+        #expect(open.send.count == 4 && open.deferred.isEmpty)
+        try s.record(open.send.map { AttemptOutcome(seq: $0.seq, status: $0.seq == open.send[0].seq ? .retry : .sent, httpStatus: 200,
+                                                    retryAt: clock.now()) })
+        clock.advance(12.5 * 3600)   // 21:30, in the quiet hours
+        let quiet = try gate.admit(s.claim(limit: 4, now: clock.now()))
+        #expect(quiet.send.isEmpty && quiet.deferred.count == 1, "the retry waits for the quiet hours to end")
+        #expect(try s.nextRetryTime(maxAttempts: 5) == clock.now().addingTimeInterval(11 * 3600), "08:30 the next day")
+        #expect(try s.heldRetries(maxAttempts: 5, after: clock.now().addingTimeInterval(60)).count == 1)
+        #expect(try s.scheduledCount() == 0, "a retry stays a retry")
+    }
 }
