@@ -55,8 +55,10 @@ public struct DuePlanner: Sendable {
     /// that allowed stretch, the earlier of the window's end and the next quiet hours' start
     /// (`.distantFuture` when neither comes). nil when `t` itself is not allowed.
     public func openUntil(in zone: TimeZone, at t: Date) -> Date? {
-        guard due(in: zone, after: t) == .at(t) else { return nil }
         let now = t.timeIntervalSince1970
+        // `due` works in UNIX seconds: a Date made from the clock (stored from 2001) may come back
+        // from that round trip an ulp later, which is still `t`.
+        guard case .at(let d) = due(in: zone, after: t), d.timeIntervalSince1970 - now < 0.001 else { return nil }
         var end = Double.infinity
         if let window = spec.localTime, let (_, close) = Self.span(window, endingAfter: now, in: zone, onDay: spec.date?.dayNumber) {
             end = min(end, close)

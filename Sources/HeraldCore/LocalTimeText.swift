@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A wall-clock time of day as job files write it: `09:00`, `21:30`; `24:00` only as the end of a span.
 public struct LocalClockTime: Sendable, Equatable, Comparable, CustomStringConvertible {
@@ -60,7 +61,20 @@ public struct LocalDate: Sendable, Equatable, CustomStringConvertible {
 /// Time zones as an audience or a job names them: an IANA name from the system's tz database
 /// (`Europe/Paris`, `America/New_York`, `UTC`) or a fixed offset from UTC (`+05:30`, `-0800`, `+05`, `Z`).
 public enum TimeZoneText {
+    /// Zones already looked up, by text, for the whole process: the audience reader, the send
+    /// gate and the reports each meet the same few hundred zones, and creating a `TimeZone` reads
+    /// and parses its tz database file. Bounded, so an audience of made-up zone names cannot grow it.
+    private static let known = Mutex<[String: TimeZone?]>([:])
+    static let knownLimit = 4_096
+
     public static func zone(_ text: String) -> TimeZone? {
+        if let hit = known.withLock({ $0[text] }) { return hit }
+        let zone = parse(text)
+        known.withLock { if $0.count < knownLimit { $0[text] = zone } }
+        return zone
+    }
+
+    static func parse(_ text: String) -> TimeZone? {
         let t = text.trimmingSpaces
         if t == "Z" || t == "z" { return TimeZone(secondsFromGMT: 0) }
         if let first = t.first, first == "+" || first == "-" {

@@ -16,6 +16,9 @@ enum RenderOp: Sendable {
     /// in the output, between its quotes, so `truncate_body` knows what it may shorten.
     case bodyStart
     case bodyEnd
+    /// `aps.timestamp: auto` in a Live Activity: the UNIX time (seconds) of rendering. The
+    /// rendered payload is what the state file keeps, so every resend carries the same value.
+    case now
 }
 
 /// What a placeholder needs at render time, resolved at job load. Plain data; the field name

@@ -6,6 +6,7 @@
 // through a scan-then-copy escaper. Non-ASCII passes through as raw UTF-8, because Apple: "The
 // JSON \U notation is not supported" (https://developer.apple.com/library/archive/documentation/NetworkingInternet/Conceptual/RemoteNotificationsPG/PayloadKeyReference.html).
 // Benchmarks/render_bench measures it (`make bench`).
+import Foundation
 import HeraldCore
 
 /// Renders the APNs JSON payload for each recipient of a job.
@@ -136,6 +137,8 @@ public final class PayloadRenderer: Sendable {
                                 bodyStart = out.count
                             case .bodyEnd:
                                 bodyEnd = out.count
+                            case .now:
+                                out.append(contentsOf: String(Int(Date().timeIntervalSince1970)).utf8)
                             }
                         }
                         return nil

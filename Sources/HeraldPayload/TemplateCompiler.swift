@@ -24,6 +24,7 @@ struct TemplateCompiler {
             switch op {
             case .literal(_, let count): minimum += count
             case .typed: minimum += 1
+            case .now: minimum += 10
             case .text, .bodyStart, .bodyEnd: break
             }
         }
@@ -67,6 +68,11 @@ struct TemplateCompiler {
     }
 
     private mutating func emitString(_ text: String, path: String) throws(PayloadTemplateError) {
+        if path == "aps.timestamp", text == TemplateValidator.autoTimestamp, pushType == .liveactivity {
+            flush()
+            ops.append(.now)
+            return
+        }
         let segments: [StringSegment]
         do throws(PlaceholderProblem) { segments = try PlaceholderSyntax.parse(text) } catch {
             throw Self.error(error, source: source, path: path)

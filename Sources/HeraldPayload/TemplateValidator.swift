@@ -13,6 +13,8 @@ struct TemplateValidator {
         }
         try checkKeys(template, path: "")
         for member in apsMembers {
+            // `timestamp: auto`: the time the recipient's push is first rendered (TemplateCompiler).
+            if member.key == "timestamp", member.value == .string(Self.autoTimestamp) { continue }
             guard let shape = APSRules.shape(in: APSRules.aps, for: member.key) else {
                 throw .unknownKey(source: source, path: "aps.\(member.key)", allowed: APSRules.aps.map(\.key))
             }
@@ -47,8 +49,16 @@ struct TemplateValidator {
         }
     }
 
-    /// Live Activity keys belong to `liveactivity` pushes; those need `event` and `timestamp`,
-    /// and a start also `attributes-type`, `attributes`, `content-state` and `alert` (https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications).
+    /// `aps.timestamp: auto` in a Live Activity template.
+    static let autoTimestamp = "auto"
+
+    /// Live Activity keys belong to `liveactivity` pushes, checked per event as Apple describes
+    /// them (https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications):
+    /// every push needs `event` and `timestamp`; a start (push-to-start token) carries the
+    /// activity's `attributes-type`, `attributes`, first `content-state` and an `alert`, and may ask
+    /// for an update token (`input-push-token: 1`) or subscribe to a broadcast channel
+    /// (`input-push-channel`); an update or end goes to the activity's own token with its new
+    /// `content-state`; only an end may set `dismissal-date`.
     private func checkLiveActivity(_ aps: [JSONValue.Member]) throws(PayloadTemplateError) {
         let keys = Set(aps.map(\.key))
         guard pushType == .liveactivity else {
@@ -57,14 +67,59 @@ struct TemplateValidator {
             }
             return
         }
-        for required in ["event", "timestamp"] where !keys.contains(required) {
-            throw .liveActivity(source: source, problem: "a liveactivity push needs aps.\(required)")
+        guard keys.contains("event") else {
+            throw .liveActivity(source: source, problem: "a liveactivity push needs aps.event (start, update or end)")
         }
-        if aps.first(where: { $0.key == "event" })?.value == .string("start") {
+        guard keys.contains("timestamp") else {
+            throw .liveActivity(source: source, problem: "a liveactivity push needs aps.timestamp: the UNIX time (seconds) of its content, "
+                                + "or auto for the time each recipient's push is first rendered")
+        }
+        func value(_ key: String) -> JSONValue? { aps.first(where: { $0.key == key })?.value }
+        guard case .string(let event)? = value("event") else { return }
+        switch event {
+        case "start":
+            let why = ["attributes-type": "the name of the app's ActivityAttributes type", "attributes": "the activity's static attributes",
+                       "content-state": "the activity's first content state", "alert": "a start must alert the person"]
             for required in ["attributes-type", "attributes", "content-state", "alert"] where !keys.contains(required) {
-                throw .liveActivity(source: source, problem: "a liveactivity push with event start needs aps.\(required)")
+                throw .liveActivity(source: source, problem: "a Live Activity start (event: start) needs aps.\(required) (\(why[required]!))")
+            }
+            if keys.contains("input-push-token") && keys.contains("input-push-channel") {
+                throw .liveActivity(source: source, problem: "a Live Activity start takes aps.input-push-token (updates to a token) "
+                                    + "or aps.input-push-channel (updates on a broadcast channel), not both")
+            }
+            if case .string(let channel)? = value("input-push-channel"), !channel.contains("{{"), !Self.isBase64(channel) {
+                throw .liveActivity(source: source, problem: "aps.input-push-channel must be a channel id as APNs returns it (base64), not \"\(channel)\"")
+            }
+            if keys.contains("dismissal-date") {
+                throw .liveActivity(source: source, problem: "aps.dismissal-date only goes with event: end (when to remove an ended activity), not start")
+            }
+        default:
+            guard keys.contains("content-state") else {
+                throw .liveActivity(source: source, problem: "a Live Activity \(event) (event: \(event)) needs aps.content-state (the activity's new content state)")
+            }
+            for startOnly in ["attributes-type", "attributes", "input-push-token", "input-push-channel"] where keys.contains(startOnly) {
+                throw .liveActivity(source: source, problem: "aps.\(startOnly) only goes with event: start; an \(event) is sent to the activity's own push token")
+            }
+            if event == "update", keys.contains("dismissal-date") {
+                throw .liveActivity(source: source, problem: "aps.dismissal-date only goes with event: end (when to remove an ended activity), not update")
             }
         }
+    }
+
+    /// A broadcast channel id as APNs returns it: standard base64.
+    static func isBase64(_ text: String) -> Bool {
+        guard !text.isEmpty, text.utf8.count % 4 == 0 else { return false }
+        var padding = 0
+        for b in text.utf8 {
+            switch b {
+            case UInt8(ascii: "="): padding += 1
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "+"), UInt8(ascii: "/"):
+                if padding > 0 { return false }
+            default: return false
+            }
+        }
+        return padding <= 2
     }
 
     private func check(_ value: JSONValue, is written: Shape, path: String) throws(PayloadTemplateError) {

@@ -179,7 +179,7 @@ public struct RunState: Sendable {
                 \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload) =
                     (SELECT file, line, recipient_id, id, NULL FROM audience_row a
                      WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token ORDER BY a.id LIMIT 1)
-                WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled')
+                WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled') AND attempts = 0
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
                 \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))

@@ -28,11 +28,44 @@ import Testing
         // Live Activities.
         (#"{"aps":{"alert":"a","event":"update","timestamp":1}}"#, .alert, 10,
          "push.template: aps.event is a Live Activity key: it needs push.type: liveactivity, not alert"),
-        (#"{"aps":{"event":"update","content-state":{}}}"#, .liveactivity, 10, "push.template: a liveactivity push needs aps.timestamp"),
-        (#"{"aps":{"timestamp":1,"content-state":{}}}"#, .liveactivity, 10, "push.template: a liveactivity push needs aps.event"),
+        (#"{"aps":{"event":"update","content-state":{}}}"#, .liveactivity, 10,
+         "push.template: a liveactivity push needs aps.timestamp: the UNIX time (seconds) of its content, or auto for the time each recipient's push is first rendered"),
+        (#"{"aps":{"timestamp":1,"content-state":{}}}"#, .liveactivity, 10, "push.template: a liveactivity push needs aps.event (start, update or end)"),
+        (#"{"aps":{"event":"pause","timestamp":1,"content-state":{}}}"#, .liveactivity, 10,
+         "push.template: aps.event must be one of start, update, end"),
         (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes":{},"alert":{"title":"t"}}}"#, .liveactivity, 10,
-         "push.template: a liveactivity push with event start needs aps.attributes-type"),
-        (#"{"aps":{"event":"update","timestamp":1,"alert":{"title":"t","launch-image":"x"}}}"#, .liveactivity, 10,
+         "push.template: a Live Activity start (event: start) needs aps.attributes-type (the name of the app's ActivityAttributes type)"),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"A","alert":{"title":"t"}}}"#, .liveactivity, 10,
+         "push.template: a Live Activity start (event: start) needs aps.attributes (the activity's static attributes)"),
+        (#"{"aps":{"event":"start","timestamp":1,"attributes-type":"A","attributes":{},"alert":{"title":"t"}}}"#, .liveactivity, 10,
+         "push.template: a Live Activity start (event: start) needs aps.content-state (the activity's first content state)"),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"A","attributes":{}}}"#, .liveactivity, 10,
+         "push.template: a Live Activity start (event: start) needs aps.alert (a start must alert the person)"),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"A","attributes":{},"alert":"t","input-push-token":1,"input-push-channel":"dGVzdA=="}}"#, .liveactivity, 10,
+         "push.template: a Live Activity start takes aps.input-push-token (updates to a token) or aps.input-push-channel (updates on a broadcast channel), not both"),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"A","attributes":{},"alert":"t","input-push-channel":"match 42"}}"#, .liveactivity, 10,
+         #"push.template: aps.input-push-channel must be a channel id as APNs returns it (base64), not "match 42""#),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"A","attributes":{},"alert":"t","input-push-token":0}}"#, .liveactivity, 10,
+         "push.template: aps.input-push-token must be 1"),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"A","attributes":{},"alert":"t","dismissal-date":1}}"#, .liveactivity, 10,
+         "push.template: aps.dismissal-date only goes with event: end (when to remove an ended activity), not start"),
+        (#"{"aps":{"event":"update","timestamp":1}}"#, .liveactivity, 10,
+         "push.template: a Live Activity update (event: update) needs aps.content-state (the activity's new content state)"),
+        (#"{"aps":{"event":"end","timestamp":"auto","dismissal-date":1}}"#, .liveactivity, 10,
+         "push.template: a Live Activity end (event: end) needs aps.content-state (the activity's new content state)"),
+        (#"{"aps":{"event":"update","timestamp":1,"content-state":{},"attributes-type":"A"}}"#, .liveactivity, 10,
+         "push.template: aps.attributes-type only goes with event: start; an update is sent to the activity's own push token"),
+        (#"{"aps":{"event":"end","timestamp":1,"content-state":{},"input-push-token":1}}"#, .liveactivity, 10,
+         "push.template: aps.input-push-token only goes with event: start; an end is sent to the activity's own push token"),
+        (#"{"aps":{"event":"update","timestamp":1,"content-state":{},"dismissal-date":1}}"#, .liveactivity, 10,
+         "push.template: aps.dismissal-date only goes with event: end (when to remove an ended activity), not update"),
+        (#"{"aps":{"event":"update","timestamp":1,"content-state":{},"stale-date":"soon"}}"#, .liveactivity, 10,
+         "push.template: aps.stale-date must be an integer or a {{field:int}} placeholder"),
+        (#"{"aps":{"event":"update","timestamp":"now","content-state":{}}}"#, .liveactivity, 10,
+         "push.template: aps.timestamp must be an integer or a {{field:int}} placeholder"),
+        (#"{"aps":{"alert":"a","timestamp":"auto"}}"#, .alert, 10,
+         "push.template: aps.timestamp is a Live Activity key: it needs push.type: liveactivity, not alert"),
+        (#"{"aps":{"event":"update","timestamp":1,"content-state":{},"alert":{"title":"t","launch-image":"x"}}}"#, .liveactivity, 10,
          "push.template: unknown key aps.alert.launch-image; allowed here: title, body, sound"),
         // Ranges: relevance-score 0–1 (any number for Live Activities), volume 0–1, content-changed true.
         (#"{"aps":{"alert":"a","relevance-score":1.5}}"#, .alert, 10,
@@ -60,6 +93,9 @@ import Testing
         (#"{"aps":{"content-changed":true}}"#, .controls, 5),
         (#"{"aps":{"event":"update","timestamp":"{{ts:int}}","content-state":{"eta":"{{eta}}"},"relevance-score":75,"alert":{"title":{"loc-key":"ETA","loc-args":["{{eta}}"]},"body":"On its way","sound":"chime.aiff"}}}"#, .liveactivity, 10),
         (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"Order","attributes":{"id":"{{id}}"},"alert":{"title":"t","body":"b"},"input-push-token":1}}"#, .liveactivity, 5),
+        (#"{"aps":{"event":"start","timestamp":"auto","content-state":{},"attributes-type":"Match","attributes":{},"alert":"Kick-off","input-push-channel":"{{channel}}"}}"#, .liveactivity, 10),
+        (#"{"aps":{"event":"start","timestamp":1,"content-state":{},"attributes-type":"Match","attributes":{},"alert":"Kick-off","input-push-channel":"dHJhY2sgNDI="}}"#, .liveactivity, 10),
+        (#"{"aps":{"event":"end","timestamp":"auto","content-state":{"score":"{{score}}"},"dismissal-date":"{{gone:int}}","stale-date":1}}"#, .liveactivity, 10),
         (#"{"aps":{"alert":"a","relevance-score":0.75,"interruption-level":"critical","sound":{"critical":1,"name":"default","volume":1}}}"#, .alert, 10),
         (#"{"aps":{"alert":{"title-loc-key":"T","title-loc-args":["{{a}}"],"subtitle":"s","subtitle-loc-key":null,"subtitle-loc-args":null,"launch-image":"x.png"},"target-content-id":"c","filter-criteria":"work"}}"#, .alert, 10),
         (#"{"aps":{"alert":"Ring"},"caller":"{{name}}"}"#, .voip, 10),
@@ -80,8 +116,20 @@ import Testing
         #expect(Fixture.text(renderer.render(Fixture.record(["score": .number("1"), "n": .number("-3")]), locale: nil))
                 == #"failure(bad_field_value, n, n is "-3", not a non-negative int (used in aps.badge))"#)
         // Live Activities take any relevance score.
-        let live = try PayloadRenderer(push: Fixture.push(#"{"aps":{"event":"end","timestamp":1,"relevance-score":"{{score:number}}"}}"#, type: .liveactivity))
-        #expect(Fixture.text(live.render(Fixture.strings(["score": "75"]), locale: nil)) == #"{"aps":{"event":"end","timestamp":1,"relevance-score":75}}"#)
+        let live = try PayloadRenderer(push: Fixture.push(#"{"aps":{"event":"end","timestamp":1,"content-state":{},"relevance-score":"{{score:number}}"}}"#, type: .liveactivity))
+        #expect(Fixture.text(live.render(Fixture.strings(["score": "75"]), locale: nil)) == #"{"aps":{"event":"end","timestamp":1,"content-state":{},"relevance-score":75}}"#)
+    }
+
+    /// `timestamp: auto` is the UNIX time (seconds) of rendering, as a JSON number.
+    @Test func anAutoTimestampIsTheTimeOfRendering() throws {
+        let live = try PayloadRenderer(push: Fixture.push(#"{"aps":{"event":"update","timestamp":"auto","content-state":{"s":"{{s}}"}}}"#, type: .liveactivity))
+        let before = Int(Date().timeIntervalSince1970)
+        let bytes = try #require(Fixture.bytes(live.render(Fixture.strings(["s": "2–1"]), locale: nil)))
+        let after = Int(Date().timeIntervalSince1970)
+        let aps = try #require((Fixture.foundationObject(bytes) as? [String: Any])?["aps"] as? [String: Any])
+        let stamp = try #require(aps["timestamp"] as? Int)
+        #expect(stamp >= before && stamp <= after)
+        #expect(String(decoding: bytes, as: UTF8.self) == #"{"aps":{"event":"update","timestamp":\#(stamp),"content-state":{"s":"2–1"}}}"#)
     }
 
     /// YAML reads `+1`, `.5` and `1_000` as numbers; JSON does not allow them as written.

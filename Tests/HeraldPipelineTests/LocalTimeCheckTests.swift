@@ -53,6 +53,18 @@ import Testing
         #expect(c.check(zone: "America/New_York", attempts: 1, leaves: at("2026-12-01T09:10:00Z")) == .hold(until: at("2026-12-01T14:00:00Z")))
     }
 
+    /// Real clocks are not whole seconds, and `Date()` keeps its time from 2001, not 1970: a time
+    /// inside the window is open whatever its fraction (a UNIX-seconds round trip may move it by
+    /// an ulp, which must not read as "later": each such push would be held and claimed again).
+    @Test func anInstantInsideTheWindowIsOpenWhateverItsFraction() throws {
+        let base = at("2026-12-01T09:30:00Z").timeIntervalSinceReferenceDate
+        for _ in 0..<2_000 {
+            let c = try check(window: ("09:00", "11:00"), quiet: ("21:00", "08:00"))
+            let leaves = Date(timeIntervalSinceReferenceDate: base + Double.random(in: 0..<3600))
+            #expect(c.check(zone: "UTC", attempts: 1, leaves: leaves) == .open, "\(leaves.timeIntervalSince1970)")
+        }
+    }
+
     /// A first push whose window can no longer open is missed: `date` has passed there, or the
     /// window opens after the absolute deadline.
     @Test func aWindowThatCannotOpenAnyMoreIsMissed() throws {

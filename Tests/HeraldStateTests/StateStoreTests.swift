@@ -336,6 +336,37 @@ import Testing
         #expect(try r.claim(limit: 10).map(\.token) == [token(4), token(5)])
     }
 
+    /// A changed audience renders the recipients not attempted yet again, but one already attempted
+    /// keeps the notification it was first sent (same apns-id, same payload): its resend is the same
+    /// notification, and a Live Activity's `timestamp: auto` must not move forward.
+    @Test func aChangedAudienceKeepsTheNotificationOfAnAttemptedRecipient() throws {
+        let s = try StateStore(path: dir.file("keep.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("keep"))
+        let r = s.run(run)
+        try r.recordAudienceFiles([AudienceFingerprint(name: "a.csv", path: "/x/a.csv", size: 10, mtime: 1, sha256: "aa")])
+        var first = IngestBatch()
+        first.recipients = [recipient(1), recipient(2)]
+        first.rows = 2
+        try r.ingest(first)
+        try r.markIngestComplete()
+        let c = try r.claim(limit: 1)
+        try r.record([AttemptOutcome(seq: c[0].seq, status: .retry, httpStatus: 500, reason: "InternalServerError", retryAt: Date())])
+        try r.startNewAudiencePass([AudienceFingerprint(name: "a.csv", path: "/x/a.csv", size: 12, mtime: 2, sha256: "bb")])
+        var second = IngestBatch()
+        second.recipients = [1, 2].map { i in
+            var x = recipient(i)
+            x.payload = Array(#"{"aps":{"alert":"changed"}}"#.utf8)
+            return x
+        }
+        second.rows = 2
+        try r.ingest(second, pass: 2)
+        try r.markIngestComplete(pass: 2)
+        let claimed = try r.claim(limit: 10, now: Date().addingTimeInterval(60))
+        let payloads = Dictionary(uniqueKeysWithValues: claimed.map { ($0.token, String(decoding: $0.payload, as: UTF8.self)) })
+        #expect(payloads[token(1)] == #"{"aps":{"alert":"hi"}}"#, "attempted: the notification it was first sent")
+        #expect(payloads[token(2)] == #"{"aps":{"alert":"changed"}}"#, "never attempted: the changed audience's")
+    }
+
     /// A state file migrated only up to `migration` and filled by `fill`: what an older herald left.
     /// The connection is closed when this returns, before the file is opened as a `StateStore`.
     func olderStateFile(_ name: String, upTo migration: String, _ fill: (Database) throws -> Void) throws -> String {
