@@ -58,6 +58,17 @@ public enum APNsReasonTable {
         // Not Apple's: herald's simulator answers this for a body that is not a JSON object with
         // an `aps` dictionary, for which Apple documents no reason. Listed so reports can say what it means.
         Entry(reason: "BadPayload", status: 400, action: .permanent, meaning: "payload is not a JSON object with an aps dictionary (herald simulator)"),
+        // Broadcast and channel-management reasons (https://developer.apple.com/documentation/usernotifications/handling-error-responses-from-apns).
+        // A channel's own problem ends that channel's send; the app's configuration stops the campaign.
+        Entry(reason: "FeatureNotEnabled", status: 400, action: .abortCampaign, meaning: "broadcast capability is not enabled for this app (Certificates, IDs & Profiles)"),
+        Entry(reason: "MissingChannelId", status: 400, action: .permanent, meaning: "apns-channel-id header is missing"),
+        Entry(reason: "BadChannelId", status: 400, action: .permanent, meaning: "apns-channel-id is not base64, or too long"),
+        Entry(reason: "ChannelNotRegistered", status: 400, action: .permanent, meaning: "the channel does not exist (deleted, or of the other environment)"),
+        Entry(reason: "BadRequestParams", status: 400, action: .permanent, meaning: "the JSON request has an attribute APNs does not recognize"),
+        Entry(reason: "BadRequestPayload", status: 400, action: .permanent, meaning: "the JSON request cannot be parsed"),
+        Entry(reason: "MissingPushType", status: 400, action: .permanent, meaning: "apns-push-type header is missing"),
+        Entry(reason: "CannotCreateChannelConfig", status: 400, action: .permanent, meaning: "the app has reached its channel limit (10,000 per environment): delete unused channels"),
+        Entry(reason: "TopicMismatch", status: 403, action: .abortCampaign, meaning: "the key's or certificate's bundle ids do not include the bundle id in the path"),
         Entry(reason: "BadCertificate", status: 403, action: .abortCampaign, meaning: "certificate is invalid"),
         Entry(reason: "BadCertificateEnvironment", status: 403, action: .abortCampaign, meaning: "certificate is for the wrong environment"),
         Entry(reason: "ExpiredProviderToken", status: 403, action: .refreshTokenAndRetry, meaning: "provider token is stale; sign a new one"),
@@ -76,6 +87,8 @@ public enum APNsReasonTable {
         Entry(reason: "TooManyRequests", status: 429, action: .retryAfterDelay, meaning: "too many requests to the same device token"),
         Entry(reason: "InternalServerError", status: 500, action: .retryAfterDelay, meaning: "internal server error"),
         Entry(reason: "ServiceUnavailable", status: 503, action: .retryOnNewConnection, meaning: "service unavailable"),
+        // Apple's broadcast table spells the 503 reason with a space.
+        Entry(reason: "Service Unavailable", status: 503, action: .retryOnNewConnection, meaning: "service unavailable (broadcast spelling)"),
         Entry(reason: "Shutdown", status: 503, action: .retryOnNewConnection, meaning: "server is shutting down"),
     ]
 

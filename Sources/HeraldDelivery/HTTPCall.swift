@@ -17,16 +17,21 @@ public struct HTTPCall: Sendable {
     public var body: [UInt8]
     /// The whole request, connect included.
     public var timeoutSeconds: Double
+    /// Which authorities to trust (TLS verification is always on).
+    public var trust: TLSTrust = .system
 
     public init(method: String = "POST", url: String, headers: [String] = [], body: [UInt8] = [], timeoutSeconds: Double = 10) {
         self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds
     }
 
-    /// The answer: its status and the first 64 KiB of its body.
+    /// The answer: its status, the first 64 KiB of its body, and its header fields (names
+    /// lowercase; the last value of a repeated name).
     public struct Answer: Sendable, Equatable {
         public let status: Int
         public let body: [UInt8]
+        public var headers: [String: String] = [:]
         public var isSuccess: Bool { (200..<300).contains(status) }
+        public init(status: Int, body: [UInt8], headers: [String: String] = [:]) { self.status = status; self.body = body; self.headers = headers }
     }
 
     /// The request made up to `attempts` times, `pause` seconds apart, while no answer comes or
@@ -58,6 +63,9 @@ public struct HTTPCall: Sendable {
         let sink = UnsafeMutablePointer<[UInt8]>.allocate(capacity: 1)
         sink.initialize(to: [])
         defer { sink.deinitialize(count: 1); sink.deallocate() }
+        let headerSink = UnsafeMutablePointer<[UInt8]>.allocate(capacity: 1)
+        headerSink.initialize(to: [])
+        defer { headerSink.deinitialize(count: 1); headerSink.deallocate() }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         defer { errorBuffer.deallocate() }
@@ -74,6 +82,9 @@ public struct HTTPCall: Sendable {
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "set error buffer")
                 try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_WRITEFUNCTION, collectBody), "set write callback")
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_WRITEDATA, UnsafeMutableRawPointer(sink)), "set write data")
+                try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_HEADERFUNCTION, collectBody), "set header callback")
+                try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_HEADERDATA, UnsafeMutableRawPointer(headerSink)), "set header data")
+                try trust.apply(to: h)
                 switch method {
                 case "GET": try curlCheck(herald_easy_setopt_long(h, CURLOPT_HTTPGET, 1), "set GET")
                 case "HEAD": try curlCheck(herald_easy_setopt_long(h, CURLOPT_NOBODY, 1), "set HEAD")
@@ -99,7 +110,19 @@ public struct HTTPCall: Sendable {
         }
         var status = 0
         _ = herald_easy_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)
-        return .success(Answer(status: status, body: sink.pointee))
+        return .success(Answer(status: status, body: sink.pointee, headers: Self.fields(headerSink.pointee)))
+    }
+}
+
+extension HTTPCall {
+    /// `Name: value` lines as libcurl hands them over (status lines and blank lines skipped).
+    static func fields(_ bytes: [UInt8]) -> [String: String] {
+        var out: [String: String] = [:]
+        for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }) {
+            guard let colon = line.firstIndex(of: ":"), !line.hasPrefix("HTTP/") else { continue }
+            out[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return out
     }
 }
 

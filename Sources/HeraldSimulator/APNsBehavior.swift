@@ -12,15 +12,24 @@ public struct APNsBehavior: SimulatorBehavior {
     public let validator: RequestValidator
     let tokenRules: TokenRuleBook
     let faults: StatusFaults?
+    let broadcasts: BroadcastValidator
 
-    public init(configuration: SimulatorConfiguration) throws(SimulatorError) {
+    /// `channels`: the broadcast channels the management port keeps (shared with it).
+    public init(configuration: SimulatorConfiguration, channels: ChannelRegistry = ChannelRegistry()) throws(SimulatorError) {
         try configuration.validate()
         validator = try RequestValidator(configuration: configuration)
         tokenRules = TokenRuleBook(configuration.tokenRules)
         faults = configuration.faults.injectsStatuses ? StatusFaults(configuration.faults) : nil
+        broadcasts = BroadcastValidator(validator: validator, channels: channels)
     }
 
     public func respond(to request: SimulatorRequest, on connection: SimulatorConnection, now: Date) -> SimulatorVerdict {
+        if BroadcastValidator.isBroadcast(request.path) {
+            // A broadcast meets the same random faults as a device push, keyed by its channel.
+            let verdict = broadcasts.validate(request, on: connection, now: now)
+            guard verdict.status == 200, let faults, let fault = faults.decide(token: request.header("apns-channel-id") ?? "") else { return verdict }
+            return verdict.replaced(by: fault.reason, fault: fault.name)
+        }
         let verdict = validator.validate(request, on: connection, now: now)
         guard verdict.status == 200, let token = verdict.token?.lowercased() else { return verdict }
         if let faults, let fault = faults.decide(token: token) { return verdict.replaced(by: fault.reason, fault: fault.name) }

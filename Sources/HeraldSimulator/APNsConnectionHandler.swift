@@ -178,7 +178,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
         // Apple: APNs echoes a valid apns-id and otherwise generates one.
         let apnsId: String
-        if let sent = request.header("apns-id"), RequestValidator.isCanonicalUUID(sent) {
+        if let sent = request.header(request.usesRequestId ? "apns-request-id" : "apns-id"), RequestValidator.isCanonicalUUID(sent) {
             apnsId = sent
         } else {
             apnsId = UUID().uuidString.lowercased()
@@ -206,7 +206,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
         let delay = policy.latency(connection: connectionId, stream: streamNumber)
         if delay == 0 {
-            answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, context: context)
+            answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, requestId: request.usesRequestId, context: context)
             if goesAway { goAway(context: context) }
             return
         }
@@ -216,16 +216,20 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             self.delayedAnswers -= 1
             log.awaitingLatency(false)
             guard !self.cut else { return }
-            self.answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, context: context)
+            self.answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, requestId: request.usesRequestId, context: context)
             if goesAway { self.goAway(context: context) }
             context.flush()
             self.closeIfQuiet(context: context)
         }
     }
 
-    private func answer(_ id: HTTP2StreamID, verdict: SimulatorVerdict, apnsId: String, uniqueId: String, context: ChannelHandlerContext) {
+    private func answer(_ id: HTTP2StreamID, verdict: SimulatorVerdict, apnsId: String, uniqueId: String, requestId: Bool,
+                        context: ChannelHandlerContext) {
         let body = verdict.body
-        var fields = [(":status", Self.statusText(verdict.status)), ("apns-id", apnsId), ("apns-unique-id", uniqueId)]
+        var fields = [(":status", Self.statusText(verdict.status)), (requestId ? "apns-request-id" : "apns-id", apnsId)]
+        // Apple: apns-unique-id on a successful broadcast, and on device pushes (development only).
+        if !requestId || (verdict.status == 200 && verdict.payload == nil) { fields.append(("apns-unique-id", uniqueId)) }
+        for (name, value) in verdict.extraHeaders.sorted(by: { $0.key < $1.key }) { fields.append((name, value)) }
         if let body {
             fields.append(("content-type", "application/json"))
             fields.append(("content-length", String(body.count)))
@@ -238,7 +242,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    private static let statusTexts: [Int: String] = Dictionary(uniqueKeysWithValues: [200, 400, 403, 404, 405, 410, 413, 429, 500, 503].map { ($0, String($0)) })
+    private static let statusTexts: [Int: String] = Dictionary(uniqueKeysWithValues: [200, 201, 204, 400, 403, 404, 405, 410, 413, 429, 500, 503].map { ($0, String($0)) })
     private static func statusText(_ status: Int) -> String { statusTexts[status] ?? String(status) }
 
     // MARK: connection faults

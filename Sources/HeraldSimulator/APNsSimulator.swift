@@ -18,27 +18,37 @@ public final class APNsSimulator: Sendable {
     /// Every request received so far, and the counters.
     public let requestLog: SimulatorRequestLog
 
+    /// The channel management port (`SimulatorConfiguration.managementPort`), if it listens.
+    public let managementPort: Int?
+    /// The broadcast channels both ports share.
+    public let channels: ChannelRegistry
+
     private let group: MultiThreadedEventLoopGroup
-    private let listener: any Channel
+    private let listeners: [any Channel]
     private let stopped = Mutex(false)
 
-    private init(port: Int, caCertificatePEM: String, requestLog: SimulatorRequestLog,
-                 group: MultiThreadedEventLoopGroup, listener: any Channel) {
+    private init(port: Int, managementPort: Int?, channels: ChannelRegistry, caCertificatePEM: String, requestLog: SimulatorRequestLog,
+                 group: MultiThreadedEventLoopGroup, listeners: [any Channel]) {
         self.port = port
+        self.managementPort = managementPort
+        self.channels = channels
         self.caCertificatePEM = caCertificatePEM
         self.requestLog = requestLog
         self.group = group
-        self.listener = listener
+        self.listeners = listeners
     }
 
-    /// Starts the standard simulator (`APNsBehavior`) described by `configuration`.
+    /// Starts the standard simulator (`APNsBehavior`) described by `configuration`, with the
+    /// channel management port when it asks for one.
     public static func start(_ configuration: SimulatorConfiguration) throws(SimulatorError) -> APNsSimulator {
-        try start(configuration, behavior: APNsBehavior(configuration: configuration))
+        let channels = ChannelRegistry(limit: configuration.channelLimit)
+        return try start(configuration, behavior: APNsBehavior(configuration: configuration, channels: channels), channels: channels)
     }
 
     /// Starts a simulator whose answers come from `behavior` (TLS, log, binding and connection
     /// faults still from `configuration`).
-    public static func start(_ configuration: SimulatorConfiguration, behavior: any SimulatorBehavior) throws(SimulatorError) -> APNsSimulator {
+    public static func start(_ configuration: SimulatorConfiguration, behavior: any SimulatorBehavior,
+                             channels: ChannelRegistry = ChannelRegistry()) throws(SimulatorError) -> APNsSimulator {
         try configuration.validate()
         let material = try SimulatorTLSMaterial.load(configuration.tls, host: configuration.host)
         var clientCA: [NIOSSLCertificate]?
@@ -57,28 +67,41 @@ public final class APNsSimulator: Sendable {
         if case .providerToken = configuration.authentication { startsWithOneStream = true } else { startsWithOneStream = false }
         let policy = ConnectionPolicy(behavior: behavior, log: log, faults: configuration.faults,
                                       maxConcurrentStreams: configuration.maxConcurrentStreams, startsWithOneStream: startsWithOneStream)
-        let pipeline = ConnectionPipeline(sslContext: sslContext, policy: policy)
-        let listener: any Channel
-        do {
-            listener = try ServerBootstrap(group: group)
-                .serverChannelOption(.backlog, value: 256)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { channel in pipeline.configure(channel) }
-                .bind(host: configuration.host, port: configuration.port)
-                .wait()
-        } catch {
-            try? group.syncShutdownGracefully()
-            log.close()
-            throw .cannotBind(host: configuration.host, port: configuration.port, detail: Self.describeBindError(error))
+        var pipelines = [(ConnectionPipeline(sslContext: sslContext, policy: policy), configuration.port)]
+        if let managementPort = configuration.managementPort {
+            // Management requests are few: no connection faults, the log shared with the push port.
+            let management = try ChannelManagementBehavior(configuration: configuration, channels: channels)
+            var quiet = configuration.faults
+            quiet.goawayAfter = nil
+            quiet.closeAfter = nil
+            let managementPolicy = ConnectionPolicy(behavior: management, log: log, faults: quiet,
+                                                    maxConcurrentStreams: configuration.maxConcurrentStreams, startsWithOneStream: startsWithOneStream)
+            pipelines.append((ConnectionPipeline(sslContext: sslContext, policy: managementPolicy), managementPort))
         }
-        guard let port = listener.localAddress?.port else {
-            try? listener.close().wait()
-            try? group.syncShutdownGracefully()
-            log.close()
-            throw .server("listening socket has no local port")
+        var listeners: [any Channel] = []
+        var ports: [Int] = []
+        for (pipeline, requested) in pipelines {
+            do {
+                let listener = try ServerBootstrap(group: group)
+                    .serverChannelOption(.backlog, value: 256)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { channel in pipeline.configure(channel) }
+                    .bind(host: configuration.host, port: requested)
+                    .wait()
+                listeners.append(listener)
+                guard let port = listener.localAddress?.port else { throw SimulatorError.server("listening socket has no local port") }
+                ports.append(port)
+            } catch {
+                for l in listeners { try? l.close().wait() }
+                try? group.syncShutdownGracefully()
+                log.close()
+                if let simulatorError = error as? SimulatorError { throw simulatorError }
+                throw .cannotBind(host: configuration.host, port: requested, detail: Self.describeBindError(error))
+            }
         }
-        return APNsSimulator(port: port, caCertificatePEM: material.trustPEM, requestLog: log, group: group, listener: listener)
+        return APNsSimulator(port: ports[0], managementPort: ports.count > 1 ? ports[1] : nil, channels: channels,
+                             caCertificatePEM: material.trustPEM, requestLog: log, group: group, listeners: listeners)
     }
 
     /// Stops listening, closes every connection and the NDJSON log, after writing the final
@@ -95,7 +118,7 @@ public final class APNsSimulator: Sendable {
             requestLog.close()
         }
         do {
-            try? listener.close().wait()
+            for listener in listeners { try? listener.close().wait() }
             try group.syncShutdownGracefully()
         } catch {
             throw .server("shutdown failed: \(error)")

@@ -82,23 +82,10 @@ public struct RequestValidator: Sendable {
         }
 
         // 4. provider token
-        if let verifier {
-            guard let authorization = request.header("authorization"), !authorization.isEmpty else {
-                return reject("MissingProviderToken")
-            }
-            guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-                return reject("InvalidProviderToken")
-            }
-            let jwt = String(authorization.dropFirst(7))
-            let verdict = connection.providerTokenVerdict(for: jwt, verify: verifier.verify)
-            claims = verdict.claims
-            guard case .valid(let valid) = verdict, let iat = valid.iat else { return reject("InvalidProviderToken") }
-            if Int(now.timeIntervalSince1970) - iat > jwtMaxAgeSeconds { return reject("ExpiredProviderToken") }
-            guard connection.adoptProviderToken(jwt, now: now, minimumInterval: tokenUpdateIntervalSeconds) else {
-                return reject("TooManyProviderTokenUpdates")
-            }
-            authenticated = true
-        }
+        let auth = authenticate(request, on: connection, now: now)
+        claims = auth.claims
+        authenticated = auth.authenticated
+        if let problem = auth.problem { return reject(problem) }
 
         // 5. device token
         guard Self.isPlausibleToken(token) else { return reject("BadDeviceToken") }
@@ -141,6 +128,27 @@ public struct RequestValidator: Sendable {
         if !JSONShape.isObjectWithApsDictionary(request.body) { return reject(Self.badPayload) }
 
         return .accepted(token: token, providerToken: claims, authenticated: authenticated)
+    }
+
+    /// The provider-token check every path shares (device pushes, broadcasts, channel management):
+    /// the token's claims, whether the request proved its sender, and the reason to refuse it, if any.
+    func authenticate(_ request: SimulatorRequest, on connection: SimulatorConnection, now: Date)
+        -> (claims: ProviderTokenClaims?, authenticated: Bool, problem: APNsReason?) {
+        guard let verifier else { return (nil, true, nil) }
+        guard let authorization = request.header("authorization"), !authorization.isEmpty else {
+            return (nil, false, "MissingProviderToken")
+        }
+        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
+            return (nil, false, "InvalidProviderToken")
+        }
+        let jwt = String(authorization.dropFirst(7))
+        let verdict = connection.providerTokenVerdict(for: jwt, verify: verifier.verify)
+        guard case .valid(let valid) = verdict, let iat = valid.iat else { return (verdict.claims, false, "InvalidProviderToken") }
+        if Int(now.timeIntervalSince1970) - iat > jwtMaxAgeSeconds { return (verdict.claims, false, "ExpiredProviderToken") }
+        guard connection.adoptProviderToken(jwt, now: now, minimumInterval: tokenUpdateIntervalSeconds) else {
+            return (verdict.claims, false, "TooManyProviderTokenUpdates")
+        }
+        return (verdict.claims, true, nil)
     }
 
     /// Hex digits (either case), an even count, `DeviceToken`'s plausible byte range.

@@ -61,6 +61,12 @@ public struct SimulatorConfiguration: Sendable {
     public var faults: SimulatorFaults
     /// Event-loop threads serving connections; 0 means one per core.
     public var threads: Int
+    /// When set, the channel management API (`ChannelManagementBehavior`) listens on this port
+    /// too (0: a free one, `APNsSimulator.managementPort`), sharing its channels with the
+    /// broadcast endpoint of the push port. Apple's are 2195 (sandbox) and 2196 (production).
+    public var managementPort: Int? = nil
+    /// Channels per app before the management API answers `CannotCreateChannelConfig`.
+    public var channelLimit = 10_000
 
     /// A provider-token simulator (what herald uses).
     public init(teamId: String, keyId: String, publicKeyPEM: String) {

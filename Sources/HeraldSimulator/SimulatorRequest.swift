@@ -36,6 +36,10 @@ public struct SimulatorRequest: Sendable {
         headers.reduce(0) { $0 + ($1.name == name ? 1 : 0) }
     }
 
+    /// Whether this is a broadcast or channel-management request: those carry and get back
+    /// `apns-request-id` instead of `apns-id`.
+    public var usesRequestId: Bool { !path.hasPrefix("/3/") }
+
     /// The device token text of a `/3/device/<token>` path (possibly empty), else nil.
     public var pathToken: String? {
         let prefix = "/3/device/"
@@ -60,6 +64,10 @@ public struct SimulatorVerdict: Sendable, Equatable {
     public var authenticated: Bool
     /// The injected fault that decided this answer (`p429`, `p500`, `p503`, `flaky`), for the log.
     public var fault: String?
+    /// Response headers beyond the id headers (`apns-channel-id` for a created channel).
+    public var extraHeaders: [String: String] = [:]
+    /// A success body (channel management answers JSON); errors use `reason`.
+    public var payload: [UInt8]? = nil
 
     public init(status: Int, reason: APNsReason?, timestamp: Int? = nil, token: String? = nil,
                 providerToken: ProviderTokenClaims? = nil, authenticated: Bool = false, fault: String? = nil) {
@@ -94,7 +102,7 @@ public struct SimulatorVerdict: Sendable, Equatable {
 
     /// The JSON error body: `{"reason":"…"}`, plus `"timestamp"` when set; nil for a reasonless answer.
     public var body: [UInt8]? {
-        guard let reason else { return nil }
+        guard let reason else { return payload }
         var out = Array("{\"reason\":".utf8)
         JSONEscaping.appendQuoted(reason.rawValue, to: &out)
         if let timestamp { out.append(contentsOf: ",\"timestamp\":\(timestamp)".utf8) }

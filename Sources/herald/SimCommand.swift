@@ -48,6 +48,9 @@ struct SimCommand: ParsableCommand {
             }
             let shownHost = listen.host.contains(":") ? "[\(listen.host)]" : listen.host
             FileHandle.standardOutput.write(Data("listening on https://\(shownHost):\(sim.port)\n".utf8))
+            if let management = sim.managementPort {
+                FileHandle.standardOutput.write(Data("channel management on https://\(shownHost):\(management)\n".utf8))
+            }
             stopSignal.wait()
             try sim.shutdown(writingStatsLine: true)
             let counts = sim.requestLog.statusCounts().sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
@@ -65,6 +68,10 @@ struct SimCommand: ParsableCommand {
         if (listen.cert == nil) != (listen.key == nil) { throw SimCommandError("--cert and --key go together") }
         if let cert = listen.cert, let key = listen.key { config.tls = .files(certificatePEMPath: cert, privateKeyPEMPath: key) }
         config.threads = try SimFlag.int("--threads", listen.threads, range: 0...256)
+        if let management = listen.managementPort {
+            config.managementPort = try SimFlag.int("--management-port", management, range: 0...65_535)
+        }
+        config.channelLimit = try SimFlag.int("--channel-limit", listen.channelLimit, range: 0...1_000_000)
         config.bundleId = auth.bundleId
         config.logPath = listen.log
         // A long-running simulator keeps counters, not every request, in memory.
@@ -89,6 +96,11 @@ struct SimListenOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Append one NDJSON line per request (connection, stream, token, apns-* headers, JWT kid/iss/iat, body, answer) to this file, flushed per line, and a stats line at exit.", valueName: "requests.ndjson"))
     var log: String?
     @Option(parsing: .unconditional, help: "Event-loop threads; 0 means one per core.") var threads = "0"
+    @Option(name: .customLong("management-port"), parsing: .unconditional,
+            help: ArgumentHelp("Also serve the broadcast channel management API on this port (Apple's: 2195 sandbox, 2196 production; 0 picks a free one), sharing its channels with /4/broadcasts on --port.", valueName: "port"))
+    var managementPort: String?
+    @Option(name: .customLong("channel-limit"), parsing: .unconditional, help: "Channels per app before CannotCreateChannelConfig (Apple: 10,000).")
+    var channelLimit = "10000"
 }
 
 struct SimAuthOptions: ParsableArguments {

@@ -35,7 +35,7 @@ import Testing
                      "--bundle-id", "--client-ca", "--log", "--unregistered-prefix", "--expired-token-prefix", "--bad-token-prefix",
                      "--not-for-topic-prefix", "--flaky-prefix", "--flaky-count", "--flaky-status", "--jwt-max-age", "--p429", "--p500",
                      "--p503", "--seed", "--latency-ms", "--latency-jitter-ms", "--goaway-after", "--close-after", "--close-mode",
-                     "--max-concurrent-streams", "--token-update-interval"]
+                     "--max-concurrent-streams", "--token-update-interval", "--management-port", "--channel-limit"]
         for flag in flags {
             // The flag's own line carries its help text (or the next line does, for long names).
             let lines = r.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -199,5 +199,20 @@ import Testing
         #expect(deliveries.components(separatedBy: ",sent,200,").count - 1 == 4)
         let log = try String(contentsOfFile: dir.file("out/requests.ndjson"), encoding: .utf8).split(separator: "\n")
         #expect(log.count == 6 && !log.contains { $0.contains("\"stats\"") }, "herald run's log is one line per request")
+    }
+
+    /// `--management-port 0` prints where the channel management API listens (the API itself is
+    /// tested over the wire in HeraldSimulatorTests), and SIGTERM stops both ports.
+    @Test func theManagementPortIsAnnouncedAndStopsWithTheSimulator() throws {
+        let (sim, url) = try start(["--management-port", "0", "--channel-limit", "1"], key: TestKey())
+        let line = try sim.waitForLine(prefix: "channel management on ")
+        let management = try #require(URL(string: String(line.dropFirst("channel management on ".count)))?.port)
+        #expect(management != url.port && management > 0)
+        kill(sim.pid, SIGTERM)
+        sim.process.waitUntilExit()
+        #expect(sim.process.terminationStatus == 0)
+        let bad = try run(["sim", "--port", "0", "--management-port", "70000", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
+                           "--auth-public-key", dir.file("sim/pub.pem")])
+        #expect(bad.status == 2 && bad.stderr.contains("--management-port"), "\(bad.stderr)")
     }
 }

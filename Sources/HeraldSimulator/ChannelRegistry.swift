@@ -1,0 +1,56 @@
+import Foundation
+import Synchronization
+
+/// The simulator's broadcast channels, in memory, per bundle id: what the management port
+/// creates, lists and deletes, and what the broadcast endpoint checks a send against. Apple:
+/// "Channel IDs generate randomly when you create them", a deleted id is never reused, and an
+/// app keeps at most 10,000 channels per environment
+/// (https://developer.apple.com/documentation/usernotifications/sending-channel-management-requests-to-apns).
+public final class ChannelRegistry: Sendable {
+    /// `message-storage-policy`: 0 No Message Stored, 1 Most Recent Message Stored.
+    public enum StoragePolicy: Int, Sendable { case noMessageStored = 0, mostRecentMessageStored = 1 }
+
+    private struct State {
+        var channels: [String: [String: StoragePolicy]] = [:]
+        /// In creation order, per bundle id, for listings that read like Apple's.
+        var order: [String: [String]] = [:]
+    }
+    private let state = Mutex(State())
+    /// Channels per app before `CannotCreateChannelConfig`.
+    public let limit: Int
+
+    public init(limit: Int = 10_000) { self.limit = limit }
+
+    /// A new channel's id (base64 of 16 random bytes), or nil at the limit.
+    public func create(bundleId: String, policy: StoragePolicy) -> String? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        let id = Data(bytes).base64EncodedString()
+        return state.withLock { s in
+            guard s.channels[bundleId, default: [:]].count < limit else { return nil }
+            s.channels[bundleId, default: [:]][id] = policy
+            s.order[bundleId, default: []].append(id)
+            return id
+        }
+    }
+
+    public func policy(bundleId: String, channel: String) -> StoragePolicy? {
+        state.withLock { $0.channels[bundleId]?[channel] }
+    }
+
+    /// Whether the channel existed.
+    public func delete(bundleId: String, channel: String) -> Bool {
+        state.withLock { s in
+            guard s.channels[bundleId]?.removeValue(forKey: channel) != nil else { return false }
+            s.order[bundleId]?.removeAll { $0 == channel }
+            return true
+        }
+    }
+
+    public func list(bundleId: String) -> [String] { state.withLock { $0.order[bundleId] ?? [] } }
+
+    /// Apple: "a base64-encoded string"; its length is not published, so the simulator takes up to 128 characters.
+    static func isChannelId(_ text: String) -> Bool {
+        text.utf8.count <= 128 && Data(base64Encoded: text) != nil && !text.isEmpty
+    }
+}
