@@ -63,6 +63,16 @@ public enum APNsEndpoint: Sendable, Equatable {
     case production, sandbox, simulator
     case custom(String)
 
+    /// Apple's broadcast channel management host for this environment; nil for a custom URL or
+    /// the in-process simulator (https://developer.apple.com/documentation/usernotifications/sending-channel-management-requests-to-apns).
+    public var channelManagementURL: String? {
+        switch self {
+        case .production: return "https://api-manage-broadcast.push.apple.com:2196"
+        case .sandbox: return "https://api-manage-broadcast.sandbox.push.apple.com:2195"
+        case .simulator, .custom: return nil
+        }
+    }
+
     /// The base URL requests go to; nil for the in-process simulator (its port is chosen at run time).
     public var baseURL: String? {
         switch self {
@@ -117,6 +127,9 @@ public struct APNsSpec: Sendable {
     /// `apns.libcurl_shims`: whether herald's shims between libcurl and nghttp2 may carry the
     /// requests (where the loaded versions were verified); off sends through plain libcurl.
     public var libcurlShims = LibcurlShimsSetting.on
+    /// `apns.channels_endpoint`: where broadcast channels are managed, for a custom `endpoint`
+    /// (`herald sim --management-port`); nil: Apple's host for `endpoint`.
+    public var channelsEndpoint: String?
     public init(endpoint: APNsEndpoint, caFile: String? = nil, topic: String, auth: TokenAuthSpec?,
                 connections: Int = 1, streamsPerConnection: Int = 500) {
         self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth

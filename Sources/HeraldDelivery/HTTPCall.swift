@@ -19,6 +19,8 @@ public struct HTTPCall: Sendable {
     public var timeoutSeconds: Double
     /// Which authorities to trust (TLS verification is always on).
     public var trust: TLSTrust = .system
+    /// A TLS client certificate to present (APNs certificate authentication).
+    public var identity: ClientIdentity? = nil
 
     public init(method: String = "POST", url: String, headers: [String] = [], body: [UInt8] = [], timeoutSeconds: Double = 10) {
         self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds
@@ -85,6 +87,7 @@ public struct HTTPCall: Sendable {
                 try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_HEADERFUNCTION, collectBody), "set header callback")
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_HEADERDATA, UnsafeMutableRawPointer(headerSink)), "set header data")
                 try trust.apply(to: h)
+                if let identity { try identity.apply(to: h) }
                 switch method {
                 case "GET": try curlCheck(herald_easy_setopt_long(h, CURLOPT_HTTPGET, 1), "set GET")
                 case "HEAD": try curlCheck(herald_easy_setopt_long(h, CURLOPT_NOBODY, 1), "set HEAD")

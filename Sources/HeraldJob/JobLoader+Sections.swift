@@ -111,8 +111,16 @@ extension Context {
             timeouts[key] = v
         }
         let shims = try m.choice("libcurl_shims", LibcurlShimsSetting.self)
+        var channelsEndpoint = try m.string("channels_endpoint")
+        if let o = overrides.channelsEndpoint { channelsEndpoint = o }
+        if let text = channelsEndpoint {
+            guard let url = URL(string: text), url.scheme == "https", url.host != nil, url.path.isEmpty || url.path == "/" else {
+                throw m.error("channels_endpoint", "must be an https://host:port URL (where `herald sim --management-port` listens), not \"\(text)\"")
+            }
+            channelsEndpoint = text.hasSuffix("/") ? String(text.dropLast()) : text
+        }
         try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
-                             "connect_timeout", "request_timeout", "idle_timeout", "libcurl_shims"])
+                             "connect_timeout", "request_timeout", "idle_timeout", "libcurl_shims", "channels_endpoint"])
         var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
         spec.simulator = rules
         spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
@@ -121,6 +129,7 @@ extension Context {
         spec.certificate = certificate
         spec.proxy = proxy
         spec.libcurlShims = shims ?? .on
+        spec.channelsEndpoint = channelsEndpoint
         return spec
     }
 

@@ -8,8 +8,12 @@ public struct JobOverrides: Sendable {
     public var reportsDir: String?
     public var endpoint: String?
     public var caFile: String?
-    public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil) {
+    /// `--channels-endpoint` (`herald channels`).
+    public var channelsEndpoint: String?
+    public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil,
+                channelsEndpoint: String? = nil) {
         self.statePath = statePath; self.reportsDir = reportsDir; self.endpoint = endpoint; self.caFile = caFile
+        self.channelsEndpoint = channelsEndpoint
     }
 }
 

@@ -79,6 +79,21 @@ extension RunFailure {
             self = Self.storage(StorageFailure(errno: scratch.code), file: "temporary files", detail: scratch.description) ?? Self.byStage(error, stage)
         case let report as ReportError:
             self = Self.storage(StorageFailure(errno: report.errno), file: report.path, detail: report.why) ?? Self.byStage(error, stage)
+        case let channel as ChannelManagementClient.Failure:
+            // Channel management answers read through the one reason table: the app's
+            // configuration (key, topic, broadcast capability) or a full channel quota needs a
+            // person (3); no answer or a 429/5xx is worth trying again (4); anything else is a
+            // request that cannot succeed as given, an unknown channel id say (2).
+            switch channel.action {
+            case .abortCampaign: self.init(.aborted, "\(channel)")
+            case .retryAfterDelay, .retryOnNewConnection, .refreshTokenAndRetry: self.init(.incomplete, "\(channel); try again")
+            case .permanent:
+                if case .rejected(_, let reason, _) = channel, reason == "CannotCreateChannelConfig" {
+                    self.init(.aborted, "\(channel)")
+                } else {
+                    self.init(.usage, "\(channel)")
+                }
+            }
         case is JobError, is AudienceError, is PayloadTemplateError, is DeliveryError, is ShardError, is EventsError:
             // The job, its audience, its template or its key: a person fixes them, a rerun alone would fail again.
             self.init(.usage, "\(error)")

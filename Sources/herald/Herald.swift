@@ -23,7 +23,8 @@ struct Herald: ParsableCommand {
               75  another run holds the campaign's lock: try again later
             """,
         version: Herald.versions,
-        subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self, ReportCommand.self]
+        subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self, ReportCommand.self,
+                      ChannelsCommand.self]
     )
 
     /// `herald --version`: herald's version and the C libraries it runs on, as loaded.

@@ -45,15 +45,24 @@ public final class BackgroundProcess: @unchecked Sendable {
         try waitForLine { $0.contains(text) }
     }
 
+    /// Read and not yet returned: lines after a match stay here for the next wait (one read may
+    /// bring several lines, `listening on` and the line after it, say).
+    private var unread = ""
+
     private func waitForLine(where matches: (Substring) -> Bool) throws -> String {
-        var buffer = Data()
         let handle = pipe.fileHandleForReading
         while true {
+            // Whole lines only: a line still being written is matched once it is complete.
+            var lines = unread.split(separator: "\n", omittingEmptySubsequences: false)
+            let partial = lines.popLast() ?? ""
+            if let i = lines.firstIndex(where: matches) {
+                unread = (lines[(i + 1)...] + [partial]).joined(separator: "\n")
+                return String(lines[i])
+            }
+            unread = String(partial)
             let chunk = handle.availableData
             if chunk.isEmpty { throw TestSupportError("process exited before printing the line waited for") }
-            buffer.append(chunk)
-            let text = String(decoding: buffer, as: UTF8.self)
-            if let line = text.split(separator: "\n").first(where: matches) { return String(line) }
+            unread += String(decoding: chunk, as: UTF8.self)
         }
     }
 

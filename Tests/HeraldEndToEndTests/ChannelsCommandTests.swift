@@ -1,0 +1,119 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `herald channels` on the built binary against `herald sim --management-port`: create, list,
+/// show and delete with the job's key and bundle id, text and JSON, and each refusal with its
+/// exit code (2 a request that cannot succeed as given, 3 a fatal answer, 4 try again).
+@Suite(.serialized) struct ChannelsCommandTests {
+    let dir = TemporaryDirectory("e2e-channels")
+    let key = TestKey()
+
+    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+
+    /// A simulator with a management port and a job pointing at both of its ports.
+    func start(limit: Int = 3, topic: String = "com.example.scores") throws -> (BackgroundProcess, String) {
+        let p8 = try key.writeP8(in: dir)
+        let pub = try dir.write("sim/pub.pem", key.publicKeyPEM)
+        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
+            "sim", "--port", "0", "--management-port", "0", "--channel-limit", String(limit), "--team-id", TestKey.teamId,
+            "--key-id", TestKey.keyId, "--auth-public-key", pub, "--bundle-id", "com.example.scores", "--ca-out", dir.file("sim/ca.pem"),
+            "--log", dir.file("sim/requests.ndjson"),
+        ])
+        let push = try #require(URL(string: String(try sim.waitForLine(prefix: "listening on ").dropFirst("listening on ".count)))?.port)
+        let management = try #require(URL(string: String(try sim.waitForLine(prefix: "channel management on ").dropFirst("channel management on ".count)))?.port)
+        try dir.write("data/none.csv", "token\n")
+        let job = try dir.write("jobs/\(topic).yaml", """
+            campaign: match
+            audience: { files: [../data/none.csv] }
+            apns:
+              endpoint: https://127.0.0.1:\(push)
+              channels_endpoint: https://127.0.0.1:\(management)
+              ca_file: ../sim/ca.pem
+              topic: \(topic)
+              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(p8) }
+            push: { type: liveactivity, template: { aps: { event: update, timestamp: auto, content-state: {} } } }
+            """)
+        return (sim, job)
+    }
+
+    func stop(_ sim: BackgroundProcess) {
+        kill(sim.pid, SIGTERM)
+        sim.process.waitUntilExit()
+    }
+
+    @Test func channelsAreCreatedListedShownAndDeleted() throws {
+        let (sim, job) = try start()
+        defer { stop(sim) }
+        let made = try herald(["channels", "create", job, "--storage-policy", "none"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let id = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Data(base64Encoded: id) != nil, "the id alone on stdout, for scripts: \(made.stdout)")
+
+        let json = try herald(["channels", "create", job, "--json"])
+        let created = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let second = try #require(created["channel_id"] as? String)
+        #expect(created["storage_policy"] as? String == "most-recent" && created["message_storage_policy"] as? Int == 1)
+        #expect(created["bundle_id"] as? String == "com.example.scores" && (created["apns_request_id"] as? String)?.count == 36)
+
+        let list = try herald(["channels", "list", job])
+        #expect(list.status == 0 && list.stdout == "\(id)\n\(second)\n", "\(list.stdout)")
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(try herald(["channels", "list", job, "--json"]).stdout.utf8)) as? [String: Any])
+        #expect(listed["channels"] as? [String] == [id, second])
+
+        let show = try herald(["channels", "show", job, id])
+        #expect(show.status == 0 && show.stdout.contains("storage policy  none (0)"), "\(show.stdout)")
+        let gone = try herald(["channels", "delete", job, id])
+        #expect(gone.status == 0 && gone.stdout == "deleted \(id)\n")
+        #expect(try herald(["channels", "list", job]).stdout == "\(second)\n")
+
+        // The request log has each management request, the provider token never.
+        let log = try String(contentsOfFile: dir.file("sim/requests.ndjson"), encoding: .utf8)
+        #expect(log.components(separatedBy: "\n").filter { $0.contains("/1/apps/com.example.scores/") }.count == 7)
+        #expect(!log.contains("eyJ"), "no JWT in the log")
+    }
+
+    @Test func eachRefusalHasItsExitCode() throws {
+        let (sim, job) = try start(limit: 1)
+        defer { stop(sim) }
+        #expect(try herald(["channels", "create", job]).status == 0)
+        let full = try herald(["channels", "create", job])
+        #expect(full.status == 3 && full.stderr.contains("CannotCreateChannelConfig") && full.stderr.contains("apns-request-id"), "\(full.stderr)")
+        let unknown = try herald(["channels", "show", job, "dW5rbm93bg=="])
+        #expect(unknown.status == 2 && unknown.stderr.contains("400 ChannelNotRegistered"), "\(unknown.stderr)")
+        let bad = try herald(["channels", "delete", job, "not base64"])
+        #expect(bad.status == 2 && bad.stderr.contains("BadChannelId"), "\(bad.stderr)")
+        let policy = try herald(["channels", "create", job, "--storage-policy", "forever"])
+        #expect(policy.status == 2 && policy.stderr.contains("--storage-policy must be none or most-recent"), "\(policy.stderr)")
+        let down = try herald(["channels", "list", job, "--channels-endpoint", "https://127.0.0.1:1"])
+        #expect(down.status == 4 && down.stderr.contains("try again"), "\(down.stderr)")
+
+        // Another app's bundle id: a fatal answer, 3.
+        let other = try dir.write("jobs/other.yaml", try String(contentsOfFile: job, encoding: .utf8)
+            .replacingOccurrences(of: "topic: com.example.scores", with: "topic: com.example.other"))
+        let mismatch = try herald(["channels", "list", other])
+        #expect(mismatch.status == 3 && mismatch.stderr.contains("403 TopicMismatch"), "\(mismatch.stderr)")
+        // No management host known: a configuration error, 2, before any request.
+        let simulated = try dir.write("jobs/sim.yaml", """
+            campaign: match
+            audience: { files: [../data/none.csv] }
+            apns: { endpoint: simulator, topic: com.example.scores }
+            push: { type: liveactivity, template: { aps: { event: update, timestamp: auto, content-state: {} } } }
+            """)
+        let inProcess = try herald(["channels", "list", simulated])
+        #expect(inProcess.status == 2 && inProcess.stderr.contains("herald sim --management-port"), "\(inProcess.stderr)")
+        let custom = try herald(["channels", "list", job, "--channels-endpoint", "ftp://x"])
+        #expect(custom.status == 2 && custom.stderr.contains("channels_endpoint must be an https://host:port URL"), "\(custom.stderr)")
+    }
+
+    @Test func helpNamesEverySubcommand() throws {
+        let r = try herald(["channels", "--help"])
+        #expect(r.status == 0)
+        for word in ["create", "list", "show", "delete", "channels_endpoint", "Exit codes"] { #expect(r.stdout.contains(word), "\(word)") }
+        let create = try herald(["channels", "create", "--help"])
+        #expect(create.stdout.contains("--storage-policy") && create.stdout.contains("--json") && create.stdout.contains("--channels-endpoint"))
+    }
+}
