@@ -24,8 +24,28 @@ public struct DeliveryFigures: Sendable, Equatable {
     /// With a `schedule`: recipients sent, by the hour (0–23) of their own clock when the attempt
     /// started; nil when no sent recipient has a time zone.
     public private(set) var sentByLocalHour: [Int]? = nil
-    /// Zones as the audience wrote them, looked up once each.
-    private var zones: [String: TimeZone?] = [:]
+    /// Zones as the audience wrote them, looked up once each, with the offset last in force
+    /// and the stretch it holds for: asking the tz database for every sent row costs more than
+    /// the rest of the row's figures together.
+    private var zones: [String: ZoneOffset] = [:]
+    private struct ZoneOffset: Sendable, Equatable {
+        let zone: TimeZone?
+        var offset = 0
+        var from = Int64.max
+        var until = Int64.min
+
+        /// The zone's offset at `second`, worked out again only outside the stretch it was found for.
+        mutating func offset(at second: Int64) -> Int? {
+            guard let zone else { return nil }
+            if second < from || second >= until {
+                let at = Date(timeIntervalSince1970: Double(second))
+                offset = zone.secondsFromGMT(for: at)
+                from = second
+                until = zone.nextDaylightSavingTimeTransition(after: at).map { Int64($0.timeIntervalSince1970.rounded(.down)) } ?? .max
+            }
+            return offset
+        }
+    }
     /// With a `schedule`: recipients and those sent, per time zone as the audience wrote it.
     public private(set) var byZone: [String: ZoneCount] = [:]
     public struct ZoneCount: Sendable, Equatable {
@@ -69,19 +89,17 @@ public struct DeliveryFigures: Sendable, Equatable {
         }
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
         if let due = d.dueAt { windowOpenings[Int64(due.rounded(.down)), default: 0] += 1 }
-        d.withText(.timezone) { z in
-            guard let z else { return }
-            let name = String(decoding: z, as: UTF8.self)
-            byZone[name, default: ZoneCount()].recipients += 1
-            if d.status == .sent { byZone[name, default: ZoneCount()].sent += 1 }
+        let zoneName = d.withText(.timezone) { $0.map { String(decoding: $0, as: UTF8.self) } }
+        if let zoneName {
+            byZone[zoneName, default: ZoneCount()].recipients += 1
+            if d.status == .sent { byZone[zoneName, default: ZoneCount()].sent += 1 }
         }
         if d.status == .sent, let second = d.withText(.lastAttemptAt, { $0.flatMap { attemptSeconds.second(of: $0) } }) {
             sentPerSecond[second, default: 0] += 1
-            if let name = d.withText(.timezone, { $0.map { String(decoding: $0, as: UTF8.self) } }) {
-                let zone: TimeZone?
-                if let known = zones[name] { zone = known } else { zone = TimeZoneText.zone(name); zones[name] = zone }
-                if let zone {
-                    let local = second + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(second))))
+            if let zoneName {
+                if zones[zoneName] == nil { zones[zoneName] = ZoneOffset(zone: TimeZoneText.zone(zoneName)) }
+                if let offset = zones[zoneName]!.offset(at: second) {
+                    let local = second + Int64(offset)
                     let hour = Int(((local % 86_400) + 86_400) % 86_400 / 3600)
                     if sentByLocalHour == nil { sentByLocalHour = [Int](repeating: 0, count: 24) }
                     sentByLocalHour![hour] += 1

@@ -128,6 +128,24 @@ import Testing
         #expect(rate.start == 1_000 && rate.seconds == 5 && rate.counts.count == 60 && rate.counts.allSatisfy { $0 == 50 })
     }
 
+    /// Sends by local hour keep each zone's offset for as long as it holds, and look again on the
+    /// other side of a clock change, whatever order the rows come in.
+    @Test func sendsByLocalHourFollowClockChanges() {
+        var f = DeliveryFigures()
+        var reader = AttemptSecondReader()
+        // New York falls back at 2026-11-01T06:00Z: 05:30Z is 01:30 EDT, 06:30Z is 01:30 EST, 04:30Z 00:30 EDT.
+        for (at, zone) in [("2026-11-01T06:30:00.000Z", "America/New_York"), ("2026-11-01T05:30:00.000Z", "America/New_York"),
+                           ("2026-11-01T04:30:00.000Z", "America/New_York"), ("2026-11-01T12:00:00.000Z", "America/New_York"),
+                           ("2026-11-01T12:00:00.000Z", "+05:30"), ("2026-11-01T12:00:00.000Z", "Mars/Base")] {
+            let row = DeliveryRow(file: "a.csv", line: 2, recipientId: "", token: "ab", status: .sent, httpStatus: 200, reason: "",
+                                  apnsId: "x", attempts: 1, firstAttemptAt: at, lastAttemptAt: at, invalidatedAt: nil, timezone: zone)
+            f.add(row, attemptSeconds: &reader)
+        }
+        let hours = try! #require(f.sentByLocalHour)
+        #expect(hours[1] == 2 && hours[0] == 1 && hours[7] == 1 && hours[17] == 1, "\(hours)")
+        #expect(hours.reduce(0, +) == 5, "an unknown zone counts in no hour")
+    }
+
     /// The send-rate figure parses each sent row's attempt time once per distinct text: a cached
     /// second must never outlive its text.
     @Test func attemptSecondsFollowTheTextNotTheCache() {
