@@ -29,14 +29,16 @@ public struct DeliveryFigures: Sendable, Equatable {
     /// the rest of the row's figures together.
     private var zones: [String: ZoneOffset] = [:]
     private struct ZoneOffset: Sendable, Equatable {
-        let zone: TimeZone?
+        /// Looked up on first use (nil inside: not a zone).
+        var zone: TimeZone?? = nil
         var offset = 0
         var from = Int64.max
         var until = Int64.min
 
-        /// The zone's offset at `second`, worked out again only outside the stretch it was found for.
-        mutating func offset(at second: Int64) -> Int? {
-            guard let zone else { return nil }
+        /// The offset of zone `name` at `second`, worked out again only outside the stretch it was found for.
+        mutating func offset(of name: String, at second: Int64) -> Int? {
+            if zone == nil { zone = .some(TimeZoneText.zone(name)) }
+            guard let known = zone, let zone = known else { return nil }
             if second < from || second >= until {
                 let at = Date(timeIntervalSince1970: Double(second))
                 offset = zone.secondsFromGMT(for: at)
@@ -51,6 +53,11 @@ public struct DeliveryFigures: Sendable, Equatable {
     public struct ZoneCount: Sendable, Equatable {
         public var recipients = 0
         public var sent = 0
+        /// One recipient more (through the dictionary's in-place access: one lookup per row).
+        mutating func count(sent wasSent: Bool) {
+            recipients += 1
+            if wasSent { sent += 1 }
+        }
     }
     /// With a `schedule`: recipients by the UNIX second their local window opened (`due_at`), for
     /// the windows drawn over the send rate. As many entries as distinct due times (zones × days).
@@ -90,15 +97,11 @@ public struct DeliveryFigures: Sendable, Equatable {
         if let l = d.latencyMs, d.httpStatus != nil { latencyHistogram[l, default: 0] += 1 }
         if let due = d.dueAt { windowOpenings[Int64(due.rounded(.down)), default: 0] += 1 }
         let zoneName = d.withText(.timezone) { $0.map { String(decoding: $0, as: UTF8.self) } }
-        if let zoneName {
-            byZone[zoneName, default: ZoneCount()].recipients += 1
-            if d.status == .sent { byZone[zoneName, default: ZoneCount()].sent += 1 }
-        }
+        if let zoneName { byZone[zoneName, default: ZoneCount()].count(sent: d.status == .sent) }
         if d.status == .sent, let second = d.withText(.lastAttemptAt, { $0.flatMap { attemptSeconds.second(of: $0) } }) {
             sentPerSecond[second, default: 0] += 1
             if let zoneName {
-                if zones[zoneName] == nil { zones[zoneName] = ZoneOffset(zone: TimeZoneText.zone(zoneName)) }
-                if let offset = zones[zoneName]!.offset(at: second) {
+                if let offset = zones[zoneName, default: ZoneOffset()].offset(of: zoneName, at: second) {
                     let local = second + Int64(offset)
                     let hour = Int(((local % 86_400) + 86_400) % 86_400 / 3600)
                     if sentByLocalHour == nil { sentByLocalHour = [Int](repeating: 0, count: 24) }

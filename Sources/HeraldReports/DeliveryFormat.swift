@@ -1,5 +1,6 @@
 import HeraldCore
 import HeraldState
+import Synchronization
 
 /// How one recipient is written in each report. Column and key names are frozen: add, never rename.
 ///
@@ -16,9 +17,17 @@ enum DeliveryFormat {
         d.invalidatedAt.map { RegistrationTime.iso8601(milliseconds: $0) }
     }
 
+    /// `due_at` as text. Every recipient of a zone shares its due time, so a campaign has a few
+    /// hundred of them: each is formatted once (for both deliveries files) and looked up after.
     static func dueText<D: DeliveryFields>(_ d: D) -> String? {
-        d.dueAt.map { RegistrationTime.iso8601(milliseconds: Int64(($0 * 1000).rounded())) }
+        guard let due = d.dueAt else { return nil }
+        let ms = Int64((due * 1000).rounded())
+        if let known = dueTexts.withLock({ $0[ms] }) { return known }
+        let text = RegistrationTime.iso8601(milliseconds: ms)
+        dueTexts.withLock { if $0.count < 4_096 { $0[ms] = text } }
+        return text
     }
+    private static let dueTexts = Mutex<[Int64: String]>([:])
 
     static func csv<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
