@@ -114,6 +114,9 @@ final class LocalTimeCheck {
         }
     }
 
+    /// Whether retries can be held (the schedule has quiet hours).
+    var holdsRetries: Bool { retry != nil }
+
     /// A retry's time, or the end of the quiet hours it falls in.
     func holdRetry(_ time: Date, zone: String?) -> Date {
         if case .hold(let until) = check(zone: zone, attempts: 2, leaves: time) { return until }

@@ -139,7 +139,7 @@ final class SendGate {
         // The schedule, as each recipient leaves (see LocalTimeCheck), before the ledgers: a push
         // held for its window or the quiet hours takes no slot.
         if let localTime, !candidates.isEmpty {
-            let leaves = now.addingTimeInterval(max(overall.wait(for: candidates.count, now: mono), silent.wait(for: candidates.count, now: mono)))
+            let leaves = leaveTime(candidates.count, now: now, mono: mono)
             var admitted: [ClaimedRecipient] = []
             var held: [(seq: Int64, until: Date)] = []
             var missed: [Int64] = []
@@ -219,8 +219,12 @@ final class SendGate {
     /// A batch as the shared ledgers see it, and when it leaves: entries are stamped with the time
     /// the pushes actually go (after the rate wait), never earlier.
     private func ledgerPushes(_ batch: [ClaimedRecipient], now: Date, mono: Double) -> ([SilentPush], Date) {
-        let wait = max(overall.wait(for: batch.count, now: mono), silent.wait(for: batch.count, now: mono))
-        return (batch.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }, now.addingTimeInterval(wait))
+        (batch.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }, leaveTime(batch.count, now: now, mono: mono))
+    }
+
+    /// When `count` pushes claimed at `now` leave: after the rate's wait.
+    private func leaveTime(_ count: Int, now: Date, mono: Double) -> Date {
+        now.addingTimeInterval(max(overall.wait(for: count, now: mono), silent.wait(for: count, now: mono)))
     }
 
     /// A batch split by a ledger's answers (nil: admitted; a date: held back, room again then).
@@ -253,7 +257,7 @@ final class SendGate {
             let how = deadlinePassed || !hasSchedule ? "" : " (schedule.wait: false)"
             parts.append("\(scheduled) recipient(s) wait for \(waitingFor)\(how); the next are due at \(Self.iso(due)): rerun then")
         }
-        if hasSchedule, !waitsForWindows {
+        if localTime?.holdsRetries == true, !waitsForWindows {
             let held = try commit { () throws(StateError) in try state.heldRetries(maxAttempts: maxAttempts, after: clock.now()) }
             if held.count > 0, let first = held.earliest {
                 parts.append("\(held.count) retried recipient(s) held by schedule.quiet_hours (schedule.wait: false); the first may go at \(Self.iso(first)): rerun then")

@@ -195,7 +195,7 @@ final class SendLoop {
             next = min(next ?? due, due)
         }
         guard let next else { return false }
-        if spec.schedule?.quietHours != nil, spec.schedule?.wait == true, next.timeIntervalSinceNow > 60, announcedWait != next,
+        if gate.localTime?.holdsRetries == true, spec.schedule?.wait == true, next.timeIntervalSinceNow > 60, announcedWait != next,
            let held = try? state.heldRetries(maxAttempts: maxAttempts, after: Date()), held.count > 0, held.earliest == next {
             announcedWait = next
             logger.notice("\(held.count) retried recipient(s) held by schedule.quiet_hours; the first may go at \(SendGate.iso(next)) (schedule.wait: true)")
