@@ -58,13 +58,15 @@ public final class ChannelManagementClient {
     let trust: TLSTrust
     let identity: ClientIdentity?
     let token: ProviderToken?
+    let proxy: ProxySettings?
     let timeoutSeconds: Double
     private let session = HTTPSession()
 
     /// `baseURL`: `https://host:port` of the management API; `token` nil with a client certificate.
-    public init(baseURL: String, bundleId: String, trust: TLSTrust, token: ProviderToken?, identity: ClientIdentity?, timeoutSeconds: Double = 30) {
+    public init(baseURL: String, bundleId: String, trust: TLSTrust, token: ProviderToken?, identity: ClientIdentity?,
+                proxy: ProxySettings? = nil, timeoutSeconds: Double = 30) {
         self.baseURL = baseURL; self.bundleId = bundleId; self.trust = trust; self.token = token; self.identity = identity
-        self.timeoutSeconds = timeoutSeconds
+        self.proxy = proxy; self.timeoutSeconds = timeoutSeconds
     }
 
     /// A new channel: its id (base64) and the request id.
@@ -118,6 +120,7 @@ public final class ChannelManagementClient {
                             timeoutSeconds: timeoutSeconds)
         call.trust = trust
         call.identity = identity
+        call.proxy = proxy
         let answer: HTTPCall.Answer
         switch session.perform(call) {
         case .success(let a): answer = a

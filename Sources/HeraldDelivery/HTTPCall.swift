@@ -21,6 +21,8 @@ public struct HTTPCall: Sendable {
     public var trust: TLSTrust = .system
     /// A TLS client certificate to present (APNs certificate authentication).
     public var identity: ClientIdentity? = nil
+    /// The job's `apns.proxy` (a CONNECT tunnel); nil: libcurl's default, the environment's proxy.
+    public var proxy: ProxySettings? = nil
 
     public init(method: String = "POST", url: String, headers: [String] = [], body: [UInt8] = [], timeoutSeconds: Double = 10) {
         self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds
@@ -88,6 +90,7 @@ public struct HTTPCall: Sendable {
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_HEADERDATA, UnsafeMutableRawPointer(headerSink)), "set header data")
                 try trust.apply(to: h)
                 if let identity { try identity.apply(to: h) }
+                if let proxy { try proxy.apply(to: h) }
                 switch method {
                 case "GET": try curlCheck(herald_easy_setopt_long(h, CURLOPT_HTTPGET, 1), "set GET")
                 case "HEAD": try curlCheck(herald_easy_setopt_long(h, CURLOPT_NOBODY, 1), "set HEAD")

@@ -32,6 +32,7 @@ public struct ChannelAdmin {
         bundleId = apns.topic
         baseURL = base
         client = ChannelManagementClient(baseURL: base, bundleId: apns.topic, trust: apns.caFile.map { .caFile($0) } ?? .system,
-                                         token: token, identity: credentials.identity, timeoutSeconds: Double(apns.requestTimeout))
+                                         token: token, identity: credentials.identity, proxy: credentials.proxy,
+                                         timeoutSeconds: Double(apns.requestTimeout))
     }
 }

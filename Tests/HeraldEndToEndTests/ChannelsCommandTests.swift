@@ -109,6 +109,25 @@ import Glibc
         #expect(custom.status == 2 && custom.stderr.contains("channels_endpoint must be an https://host:port URL"), "\(custom.stderr)")
     }
 
+    /// `apns.proxy` carries channel management too, through its CONNECT tunnel, with its credentials.
+    @Test func channelRequestsGoThroughTheJobsProxy() throws {
+        let (sim, job) = try start()
+        defer { stop(sim) }
+        let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
+        defer { proxy.stop() }
+        let text = try String(contentsOfFile: job, encoding: .utf8)
+        let proxied = try dir.write("jobs/proxied.yaml", text.replacingOccurrences(of: "  topic: com.example.scores\n", with: """
+              topic: com.example.scores
+              proxy: { url: \(proxy.url), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }
+
+            """))
+        let env = ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "pr0xy-s3cret"]
+        let made = try ProcessRunner.run(ProcessRunner.heraldBinary, ["channels", "create", proxied], cwd: "/", environment: env)
+        #expect(made.status == 0, "\(made.stdout)\(made.stderr)")
+        #expect(proxy.tunnels == 1, "through the job's proxy: \(proxy.tunnels) tunnels")
+        #expect(!(made.stdout + made.stderr).contains("pr0xy-s3cret"))
+    }
+
     @Test func helpNamesEverySubcommand() throws {
         let r = try herald(["channels", "--help"])
         #expect(r.status == 0)
