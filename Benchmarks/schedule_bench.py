@@ -14,7 +14,7 @@ Environment: SCHEDULE_ROWS (default 1,000,000; the end-to-end run uses a fifth o
 SCHEDULE_PARTS (default "validate,run,instructions").
 Writes bench-out/schedule.json. Skips the stand-in parts without nginx-light, callgrind without valgrind.
 """
-import gzip, json, os, random, shutil, subprocess, sys
+import json, os, random, shutil, subprocess, sys
 
 import standin_bench as sb
 import instructions_bench as ib
@@ -37,15 +37,9 @@ def zones(n=400):
 
 
 def gen_audience(path, rows, tz):
-    if os.path.exists(path):
-        return
     rnd = random.Random(rows)
-    tmp = path + ".tmp"
-    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1, newline="") as f:
-        f.write("token,first_name,unread,user_id,tz\n")
-        for i in range(rows):
-            f.write(f"{sb.token(rnd, i)},Grace,{rnd.randrange(0, 40)},u_{i:010d},{tz[i % len(tz)]}\n")
-    os.replace(tmp, path)
+    sb.write_gzip_once(path, "token,first_name,unread,user_id,tz",
+                       (f"{sb.token(rnd, i)},Grace,{rnd.randrange(0, 40)},u_{i:010d},{tz[i % len(tz)]}" for i in range(rows)))
 
 
 def job(name, audience, si, scheduled):

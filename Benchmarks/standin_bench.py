@@ -145,18 +145,25 @@ def token(rnd, i):
     return "deadbeef" + t[8:] if i % 100 == 0 else t
 
 
-def gen_audience(path, rows):
-    """token,first_name,unread,user_id; 1 % deadbeef (410); written as generated (flat memory)."""
+def write_gzip_once(path, header, lines):
+    """A generated audience, gzipped as its lines come (flat memory), under a temporary name then
+    renamed; kept for later runs (nothing is written when `path` exists)."""
     if os.path.exists(path):
         return
-    rnd = random.Random(rows)
-    names = ["Alexandra", "Ben", "José", "Zoë", "Søren", "Priya", "Ahmed", "Grace"]
     tmp = path + ".tmp"
     with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1, newline="") as f:
-        f.write("token,first_name,unread,user_id\n")
-        for i in range(rows):
-            f.write(f"{token(rnd, i)},{rnd.choice(names)},{rnd.randrange(0, 40)},u_{i:010d}\n")
+        f.write(header + "\n")
+        for line in lines:
+            f.write(line + "\n")
     os.replace(tmp, path)
+
+
+def gen_audience(path, rows):
+    """token,first_name,unread,user_id; 1 % deadbeef (410)."""
+    rnd = random.Random(rows)
+    names = ["Alexandra", "Ben", "José", "Zoë", "Søren", "Priya", "Ahmed", "Grace"]
+    write_gzip_once(path, "token,first_name,unread,user_id",
+                    (f"{token(rnd, i)},{rnd.choice(names)},{rnd.randrange(0, 40)},u_{i:010d}" for i in range(rows)))
 
 
 def write_job(name, audience, si, connections, streams, rate=0):

@@ -87,7 +87,7 @@ struct TemplateValidator {
                 throw .liveActivity(source: source, problem: "a Live Activity start takes aps.input-push-token (updates to a token) "
                                     + "or aps.input-push-channel (updates on a broadcast channel), not both")
             }
-            if case .string(let channel)? = value("input-push-channel"), !channel.contains("{{"), !Self.isBase64(channel) {
+            if case .string(let channel)? = value("input-push-channel"), !channel.contains("{{"), !BroadcastChannelId.isWellFormed(channel) {
                 throw .liveActivity(source: source, problem: "aps.input-push-channel must be a channel id as APNs returns it (base64), not \"\(channel)\"")
             }
             if keys.contains("dismissal-date") {
@@ -104,22 +104,6 @@ struct TemplateValidator {
                 throw .liveActivity(source: source, problem: "aps.dismissal-date only goes with event: end (when to remove an ended activity), not update")
             }
         }
-    }
-
-    /// A broadcast channel id as APNs returns it: standard base64.
-    static func isBase64(_ text: String) -> Bool {
-        guard !text.isEmpty, text.utf8.count % 4 == 0 else { return false }
-        var padding = 0
-        for b in text.utf8 {
-            switch b {
-            case UInt8(ascii: "="): padding += 1
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "+"), UInt8(ascii: "/"):
-                if padding > 0 { return false }
-            default: return false
-            }
-        }
-        return padding <= 2
     }
 
     private func check(_ value: JSONValue, is written: Shape, path: String) throws(PayloadTemplateError) {

@@ -79,7 +79,6 @@ final class LocalTimeCheck {
     private let retry: DuePlanner?
     private let defaultZone: String
     private let missedAfter: Double
-    private var zones: [String: TimeZone?] = [:]
     /// Per zone and kind (first push or retry): until when a push may start.
     private var open: [String: Date] = [:]
     private var openForRetry: [String: Date] = [:]
@@ -101,9 +100,8 @@ final class LocalTimeCheck {
         let name = zone ?? defaultZone
         if let until = (isRetry ? openForRetry : open)[name], leaves < until { return .open }
         guard let planner = isRetry ? retry : first else { return .open }
-        let tz: TimeZone?
-        if let known = zones[name] { tz = known } else { tz = TimeZoneText.zone(name); zones[name] = tz }
-        guard let tz else { return .open }
+        // Only once per zone and stretch: TimeZoneText keeps the zones it has looked up.
+        guard let tz = TimeZoneText.zone(name) else { return .open }
         if let until = planner.openUntil(in: tz, at: leaves) {
             if isRetry { openForRetry[name] = until } else { open[name] = until }
             return .open

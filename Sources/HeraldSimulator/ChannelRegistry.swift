@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Synchronization
 
 /// The simulator's broadcast channels, in memory, per bundle id: what the management port
@@ -51,6 +52,6 @@ public final class ChannelRegistry: Sendable {
 
     /// Apple: "a base64-encoded string"; its length is not published, so the simulator takes up to 128 characters.
     static func isChannelId(_ text: String) -> Bool {
-        text.utf8.count <= 128 && Data(base64Encoded: text) != nil && !text.isEmpty
+        text.utf8.count <= 128 && BroadcastChannelId.isWellFormed(text)
     }
 }
