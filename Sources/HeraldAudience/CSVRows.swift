@@ -70,6 +70,9 @@ struct CSVRows {
             names.append(trimmed)
         }
         guard let token = columnIndex[mapping.token] else {
+            if mapping.channel {
+                throw .missingColumn(file: fileName, line: line, column: mapping.token, key: "audience.channel_field", columns: names)
+            }
             throw .missingTokenColumn(file: fileName, line: line, column: mapping.token, columns: names)
         }
         for (key, column) in mapping.namedColumns where columnIndex[column] == nil {
@@ -117,7 +120,7 @@ struct CSVRows {
             let detail = scanner.withField(badColumn, in: p) { UTF8Text.problem($0) }
             return .invalid(InvalidRow(location: location, reason: .badUTF8, field: header.columns[badColumn], detail: detail))
         }
-        let token = scanner.withField(tokenColumn, in: p) { TokenCheck.token($0) }
+        let token = scanner.withField(tokenColumn, in: p) { TokenCheck.token($0, channel: mapping.channel) }
         var carried = FieldMapping.Carried()
         if let idColumn { carried.recipientId = scanner.withField(idColumn, in: p) { Self.text($0) } }
         if let registeredAtColumn { carried.registeredAt = scanner.withField(registeredAtColumn, in: p) { Self.text($0) }.map(FieldValue.string) }
@@ -130,7 +133,8 @@ struct CSVRows {
     }
 }
 
-private extension String {
+extension String {
+    /// Without the spaces and tabs around it (CSV header names, channel ids).
     func trimmingSpaces() -> String {
         var s = Substring(self)
         while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }

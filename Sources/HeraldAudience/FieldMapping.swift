@@ -3,14 +3,18 @@ internal import HeraldCore
 /// The job's field mapping as the row parsers need it: which field holds the token, and which
 /// ones the record carries by name (`id_field`, `registered_at_field`).
 struct FieldMapping {
+    /// The token field, or for a broadcast audience the channel field.
     let token: String
+    /// `audience.channel_field`: rows name broadcast channels, not device tokens.
+    let channel: Bool
     let id: String?
     let locale: String?
     let registeredAt: String?
     let timezone: String?
 
     init(_ spec: AudienceSpec) {
-        token = spec.tokenField
+        token = spec.channelField ?? spec.tokenField
+        channel = spec.channelField != nil
         id = spec.idField
         locale = spec.localeField
         registeredAt = spec.registeredAtField

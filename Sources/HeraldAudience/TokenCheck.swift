@@ -1,8 +1,22 @@
 internal import HeraldCore
 
 /// The token rules every row goes through, CSV or NDJSON: absent or empty → missing_token,
-/// not a token → invalid_token with `DeviceToken.Problem`'s message.
+/// not a token → invalid_token with `DeviceToken.Problem`'s message. A broadcast audience's rows
+/// name channels instead (`audience.channel_field`): missing_channel_id, invalid_channel_id.
 enum TokenCheck {
+    /// A field's bytes as a token, or as a channel id where the rows name channels.
+    @inline(__always)
+    static func token(_ bytes: UnsafeBufferPointer<UInt8>, channel: Bool) -> Result<DeviceToken, DeviceToken.Problem> {
+        channel ? channelId(String(decoding: bytes, as: UTF8.self)) : token(bytes)
+    }
+
+    /// A channel id as written (surrounding spaces dropped): base64, as APNs returns it.
+    static func channelId(_ raw: String) -> Result<DeviceToken, DeviceToken.Problem> {
+        let text = raw.trimmingSpaces()
+        if text.isEmpty { return .failure(.empty) }
+        return BroadcastChannelId.isWellFormed(text) ? .success(DeviceToken(broadcastChannel: text)) : .failure(.notChannelId)
+    }
+
     /// The token in a field's bytes: as is when already canonical, else normalized.
     @inline(__always)
     static func token(_ bytes: UnsafeBufferPointer<UInt8>) -> Result<DeviceToken, DeviceToken.Problem> {
@@ -16,16 +30,23 @@ enum TokenCheck {
         switch token {
         case .success(let token):
             return mapping.record(location, token, fields, carried)
+        case .failure(.empty) where mapping.channel:
+            return .invalid(InvalidRow(location: location, reason: .missingChannelId, field: mapping.token, detail: "no channel id"))
         case .failure(.empty):
             return .invalid(InvalidRow(location: location, reason: .missingToken, field: mapping.token, detail: DeviceToken.Problem.empty.message))
         case .failure(let problem):
-            return .invalid(InvalidRow(location: location, reason: .invalidToken, field: mapping.token, detail: problem.message))
+            return .invalid(InvalidRow(location: location, reason: mapping.channel ? .invalidChannelId : .invalidToken, field: mapping.token,
+                                       detail: problem.message))
         }
     }
 
     /// For NDJSON, where the token field may be absent, null, or not a string at all.
     static func event(fields: RecordFields, location: RowLocation, mapping: FieldMapping) -> AudienceEvent {
         switch fields[mapping.token] {
+        case .string(let raw) where mapping.channel:
+            return event(channelId(raw), fields: fields, location: location, mapping: mapping)
+        case .number where mapping.channel:
+            return event(.failure(.notChannelId), fields: fields, location: location, mapping: mapping)
         case .string(var raw), .number(var raw):
             // The String the lookup made is the token's when it is already canonical.
             let result = raw.withUTF8 { isCanonical($0) }
@@ -33,9 +54,11 @@ enum TokenCheck {
                 : raw.withUTF8 { DeviceToken.normalize(utf8: $0) }
             return event(result, fields: fields, location: location, mapping: mapping)
         case nil, .null:
-            return .invalid(InvalidRow(location: location, reason: .missingToken, field: mapping.token, detail: "no value for \"\(mapping.token)\""))
+            return .invalid(InvalidRow(location: location, reason: mapping.channel ? .missingChannelId : .missingToken, field: mapping.token,
+                                       detail: "no value for \"\(mapping.token)\""))
         case .bool, .json:
-            return .invalid(InvalidRow(location: location, reason: .invalidToken, field: mapping.token, detail: "device token is not a string"))
+            return .invalid(InvalidRow(location: location, reason: mapping.channel ? .invalidChannelId : .invalidToken, field: mapping.token,
+                                       detail: mapping.channel ? "channel id is not a string" : "device token is not a string"))
         }
     }
 

@@ -64,6 +64,10 @@ public enum InvalidRowReason: String, Sendable, CaseIterable {
     case missingField = "missing_field"
     case badFieldValue = "bad_field_value"
     case payloadTooLarge = "payload_too_large"
+    /// A broadcast audience row (`audience.channel_field`) without a channel id.
+    case missingChannelId = "missing_channel_id"
+    /// A broadcast audience row whose channel id is not base64 as APNs returns it.
+    case invalidChannelId = "invalid_channel_id"
 }
 
 /// An audience row that could not be used, with the place and a message for the operator.

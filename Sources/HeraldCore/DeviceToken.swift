@@ -16,6 +16,8 @@ public struct DeviceToken: Hashable, Sendable, Comparable, CustomStringConvertib
         case notHex(position: Int)
         case oddLength(Int)
         case implausibleLength(bytes: Int)
+        /// A broadcast audience's channel id (`audience.channel_field`) that is not base64.
+        case notChannelId
 
         public var message: String {
             switch self {
@@ -24,6 +26,8 @@ public struct DeviceToken: Hashable, Sendable, Comparable, CustomStringConvertib
             case .oddLength(let n): return "device token has an odd number of hex digits (\(n))"
             case .implausibleLength(let b):
                 return "device token is \(b) bytes; expected \(DeviceToken.minimumBytes)-\(DeviceToken.maximumBytes)"
+            case .notChannelId:
+                return "not a broadcast channel id: APNs gives base64 text (letters, digits, + and /, = at the end), as `herald channels create` prints it"
             }
         }
     }
@@ -78,6 +82,12 @@ public struct DeviceToken: Hashable, Sendable, Comparable, CustomStringConvertib
 
     /// For tokens already known to be canonical (read back from the state file).
     public init(trustedCanonical hex: String) { self.hex = hex }
+
+    /// A broadcast campaign's recipient is a channel: its id (base64, checked by
+    /// `BroadcastChannelId.isWellFormed`) takes the token's place in the state file, through
+    /// deduplication, claims and retries, and the broadcast sender reads it back as the channel
+    /// (`hex` is then the channel id as APNs wrote it, not hex). Reports write it as `channel_id`.
+    public init(broadcastChannel id: String) { self.hex = id }
 
     /// First 8 hex digits: what logs show unless asked for more (tokens are personal data).
     public var redacted: String { String(hex.prefix(8)) + "…" }

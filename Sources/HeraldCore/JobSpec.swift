@@ -50,6 +50,9 @@ public struct AudienceSpec: Sendable {
     public var maxInvalidRows: InvalidRowLimit
     /// `audience.timezone_field`: the recipient's time zone, for `schedule`.
     public var timezoneField: String?
+    /// `audience.channel_field`: a broadcast campaign whose rows name channels (a channel id in
+    /// this field) instead of device tokens; `tokenField` is then unused.
+    public var channelField: String?
     public init(files: [AudienceFile], format: AudienceFormat = .auto, tokenField: String = "token",
                 localeField: String? = nil, idField: String? = nil, delimiter: UInt8 = UInt8(ascii: ","),
                 registeredAtField: String? = nil, prescan: Bool = true, maxInvalidRows: InvalidRowLimit = .default) {
@@ -186,12 +189,37 @@ public struct PushSpec: Sendable {
     /// `push.expiration` written as a placeholder (`"{{expires_at}}"`): rendered per recipient
     /// with the same grammar as the job key (`ExpirationText`); `expiration` is then `.unset`.
     public var expirationTemplate: String? = nil
+    /// `push.broadcast`: the push goes to broadcast channels, one request per channel, instead of
+    /// to device tokens (nil: a device campaign).
+    public var broadcast: BroadcastSpec? = nil
     public init(type: PushType, priority: Int, template: JSONValue, locales: [(locale: String, template: JSONValue)] = [],
                 missingField: MissingFieldPolicy = .error, oversize: OversizePolicy = .error,
                 collapseId: CollapseIdPolicy = .auto, expiration: ExpirationSpec = .unset) {
         self.type = type; self.priority = priority; self.template = template; self.locales = locales
         self.missingField = missingField; self.oversize = oversize; self.collapseId = collapseId; self.expiration = expiration
     }
+}
+
+/// `push.broadcast`: an iOS 18 Live Activity broadcast
+/// (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
+public struct BroadcastSpec: Sendable, Equatable {
+    /// One channel as the job lists it, with its line for messages.
+    public struct Channel: Sendable, Equatable {
+        public var id: String
+        public var line: Int
+        public init(id: String, line: Int) { self.id = id; self.line = line }
+    }
+    /// `push.broadcast.channels`; empty when the audience names the channels (`audience.channel_field`).
+    public var channels: [Channel]
+    public init(channels: [Channel] = []) { self.channels = channels }
+
+    /// Apple: "the payload is limited to a maximum size of 5 KB (5,120 bytes)" for a broadcast.
+    public static let payloadLimit = 5_120
+}
+
+extension JobSpec {
+    /// A broadcast campaign: its recipients are channels, not device tokens.
+    public var isBroadcast: Bool { push.broadcast != nil }
 }
 
 public enum SilentOverBudget: String, Sendable, CaseIterable { case skip, `defer` }

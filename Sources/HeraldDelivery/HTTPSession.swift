@@ -8,6 +8,8 @@ import Foundation
 /// an easy handle must not be used by two threads at once (https://curl.se/libcurl/c/threadsafe.html).
 public final class HTTPSession {
     private let handle: UnsafeMutableRawPointer?
+    /// New connections the last call opened (CURLINFO_NUM_CONNECTS): 0 when it reused one.
+    public private(set) var lastConnects = 0
 
     public init() { handle = curl_easy_init() }
 
@@ -17,6 +19,10 @@ public final class HTTPSession {
     public func perform(_ call: HTTPCall) -> Result<HTTPCall.Answer, HTTPCallError> {
         guard let handle else { return .failure(.transport(host: call.host, code: -1, message: "out of memory")) }
         curl_easy_reset(handle)
-        return call.perform(on: handle)
+        let result = call.perform(on: handle)
+        var n = 0
+        _ = herald_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &n)
+        lastConnects = n
+        return result
     }
 }

@@ -38,8 +38,12 @@ extension Context {
             spec.maxInvalidRows = parsed
         }
         spec.timezoneField = try m.string("timezone_field")
+        spec.channelField = try m.string("channel_field")
+        if spec.channelField != nil && m.has("token_field") {
+            throw m.error("token_field", "and audience.channel_field are alternatives: a row names a device token or a broadcast channel")
+        }
         try m.finish(known: ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows",
-                             "registered_at_field", "timezone_field"])
+                             "registered_at_field", "timezone_field", "channel_field"])
         return spec
     }
 
@@ -188,9 +192,19 @@ extension Context {
             else if let parsed = ExpirationText.parse(e) { expiration = parsed }
             else { throw m.error("expiration", "must be \(ExpirationText.expected) or a {{field}} placeholder, not \"\(e)\"") }
         }
-        try m.finish(known: ["type", "priority", "template", "template_file", "locales", "missing_field", "oversize", "collapse_id", "expiration"])
+        var broadcast: BroadcastSpec?
+        if let (n, l) = m.node("broadcast") {
+            if n.null != nil { broadcast = BroadcastSpec() } else {
+                guard case .mapping = n else { throw JobError(file: file, line: l, "push.broadcast must be a mapping such as { channels: [...] } or {}") }
+                var b = try YAMLMapping(n, path: "push.broadcast", file: file)
+                broadcast = try parseBroadcast(&b)
+            }
+        }
+        try m.finish(known: ["type", "priority", "template", "template_file", "locales", "missing_field", "oversize", "collapse_id", "expiration",
+                             "broadcast"])
         var push = PushSpec(type: type, priority: priority, template: template, locales: locales, missingField: missing,
                             oversize: oversize, collapseId: collapse, expiration: expiration)
+        push.broadcast = broadcast
         push.priorityTemplate = priorityTemplate
         push.expirationTemplate = expirationTemplate
         return push

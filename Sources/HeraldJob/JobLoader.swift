@@ -84,15 +84,25 @@ struct Context {
         guard !campaign.isEmpty, CampaignName(campaign).invalidCharacter == nil, campaign.first != "." else {
             throw top.error("campaign", "may contain only letters, digits, '.', '_', '-' and the placeholders {date}, {week}, {month} (it names files), not \"\(campaign)\"")
         }
-        guard var audienceMap = try top.mapping("audience") else { throw JobError(file: file, line: nil, "audience is required") }
-        let audience = try parseAudience(&audienceMap)
+        let audienceMap = try top.mapping("audience")
+        // Only a broadcast that lists its channels goes without one.
+        if audienceMap == nil, try top.mapping("push")?.has("broadcast") != true { throw JobError(file: file, line: nil, "audience is required") }
+        let parsedAudience: AudienceSpec? = if var a = audienceMap { try parseAudience(&a) } else { nil }
         guard var apnsMap = try top.mapping("apns") else { throw JobError(file: file, line: nil, "apns is required") }
         let apns = try parseAPNs(&apnsMap, overrides: overrides)
         guard var pushMap = try top.mapping("push") else { throw JobError(file: file, line: nil, "push is required") }
-        let push = try parsePush(&pushMap)
+        var push = try parsePush(&pushMap)
+        // An audience naming channels is a broadcast even where the job writes no push.broadcast.
+        if parsedAudience?.channelField != nil && push.broadcast == nil { push.broadcast = BroadcastSpec() }
         if case .failure(let problem) = push.type.topic(for: apns.topic) { throw apnsMap.error("topic", problem.description) }
         var throttle = ThrottleSpec()
-        if var t = try top.mapping("throttle") { throttle = try parseThrottle(&t) }
+        var throttleMap = try top.mapping("throttle")
+        if var t = throttleMap { throttle = try parseThrottle(&t); throttleMap = t }
+        try checkBroadcast(push: push, audience: parsedAudience, audienceMap: audienceMap, pushMap: pushMap, throttle: throttle,
+                           throttleMap: throttleMap, hasSchedule: top.has("schedule"), top: top)
+        guard let audience = parsedAudience ?? (push.broadcast != nil ? AudienceSpec(files: []) : nil) else {
+            throw JobError(file: file, line: nil, "audience is required")
+        }
         var retry = RetrySpec()
         if var r = try top.mapping("retry") {
             retry.maxAttempts = try r.int("max_attempts", range: 1...100) ?? retry.maxAttempts
@@ -139,7 +149,7 @@ struct Context {
         if var e = try top.mapping("events") { events = try parseEvents(&e) }
         var schedule: ScheduleSpec?
         if var s = try top.mapping("schedule") { schedule = try parseSchedule(&s) }
-        if audience.timezoneField != nil && schedule == nil {
+        if audience.timezoneField != nil && schedule == nil, let audienceMap {
             throw audienceMap.error("timezone_field", "applies to a schedule section, which the job does not have")
         }
         try top.finish(known: JobLoader.topKeys)

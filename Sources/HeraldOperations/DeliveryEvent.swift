@@ -21,12 +21,13 @@ public enum DeliveryEvent {
             .init("run_id", .string(e.runId)),
             .init("shard", shard.map(JSONValue.string) ?? .null),
             .init("recipient_id", .string(e.recipientId)),
-            .init("token", .string(e.token)),
+            .init("token", e.broadcast ? .null : .string(e.token)),
             .init("apns_id", .string(e.apnsId)),
             .init("status", .string(e.status.rawValue)),
             .init("reason", .string(e.reason)),
             .init("http_status", e.httpStatus.map { .number(String($0)) } ?? .null),
             .init("invalidated_at", e.invalidatedAt.map { .string(RegistrationTime.iso8601(milliseconds: $0)) } ?? .null),
+            .init("channel_id", e.broadcast ? .string(e.token) : .null),
         ]
         JSONValue.object(members).write(to: &out)
         out.append(UInt8(ascii: "\n"))

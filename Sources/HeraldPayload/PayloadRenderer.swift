@@ -20,7 +20,7 @@ public final class PayloadRenderer: Sendable {
     private let variantIndex: [String: Int]
     private let missingField: MissingFieldPolicy
     private let oversize: OversizePolicy
-    /// The payload limit of the push type: 4096 bytes, 5120 for VoIP.
+    /// The payload limit of the push type: 4096 bytes, 5120 for VoIP and broadcasts.
     public let limit: Int
 
     /// Validates and compiles `push.template` and every `push.locales` variant, and checks the
@@ -32,10 +32,11 @@ public final class PayloadRenderer: Sendable {
         } else if let problem = push.type.priorityProblem(push.priority) {
             throw .header(key: "push.priority", problem: problem)
         }
-        limit = push.type.payloadLimit
+        limit = push.broadcast != nil ? BroadcastSpec.payloadLimit : push.type.payloadLimit
+        let limit = self.limit, broadcast = push.broadcast != nil
         missingField = push.missingField
         oversize = push.oversize
-        defaultTemplate = try Self.prepare(push.template, source: "push.template", type: push.type)
+        defaultTemplate = try Self.prepare(push.template, source: "push.template", type: push.type, limit: limit, broadcast: broadcast)
         var variants: [CompiledTemplate] = []
         var index: [String: Int] = [:]
         for (locale, template) in push.locales {
@@ -43,7 +44,7 @@ public final class PayloadRenderer: Sendable {
             guard index[normalized] == nil else { throw .duplicateLocale(locale) }
             index[normalized] = variants.count
             index[locale] = variants.count
-            variants.append(try Self.prepare(template, source: "push.locales.\(locale)", type: push.type))
+            variants.append(try Self.prepare(template, source: "push.locales.\(locale)", type: push.type, limit: limit, broadcast: broadcast))
         }
         self.variants = variants
         self.variantIndex = index
@@ -192,11 +193,12 @@ public final class PayloadRenderer: Sendable {
         }
     }
 
-    private static func prepare(_ template: JSONValue, source: String, type: PushType) throws(PayloadTemplateError) -> CompiledTemplate {
-        try TemplateValidator(source: source, pushType: type).validate(template)
+    private static func prepare(_ template: JSONValue, source: String, type: PushType, limit: Int,
+                                broadcast: Bool) throws(PayloadTemplateError) -> CompiledTemplate {
+        try TemplateValidator(source: source, pushType: type, broadcast: broadcast).validate(template)
         let compiled = try TemplateCompiler.compile(template, source: source, pushType: type)
-        if compiled.minimumSize > type.payloadLimit {
-            throw .templateTooLarge(source: source, bytes: compiled.minimumSize, limit: type.payloadLimit)
+        if compiled.minimumSize > limit {
+            throw .templateTooLarge(source: source, bytes: compiled.minimumSize, limit: limit)
         }
         return compiled
     }

@@ -6,6 +6,9 @@ struct TemplateValidator {
     /// `push.template` or `push.locales.<locale>`: the start of every message.
     let source: String
     let pushType: PushType
+    /// `push.broadcast`: one payload to every subscriber of a channel, which updates or ends an
+    /// activity and cannot start one.
+    var broadcast = false
 
     func validate(_ template: JSONValue) throws(PayloadTemplateError) {
         guard case .object = template, case .object(let apsMembers)? = template["aps"] else {
@@ -76,6 +79,12 @@ struct TemplateValidator {
         }
         func value(_ key: String) -> JSONValue? { aps.first(where: { $0.key == key })?.value }
         guard case .string(let event)? = value("event") else { return }
+        if broadcast && event == "start" {
+            // Apple: devices subscribe to a channel from an activity they already run
+            // (https://developer.apple.com/documentation/activitykit/starting-and-updating-live-activities-with-activitykit-push-notifications).
+            throw .liveActivity(source: source, problem: "a broadcast updates or ends the activities subscribed to its channel; it cannot start one "
+                                + "(event: start): send push-to-start pushes per device instead")
+        }
         switch event {
         case "start":
             let why = ["attributes-type": "the name of the app's ActivityAttributes type", "attributes": "the activity's static attributes",

@@ -23,13 +23,19 @@ public struct AudienceScan {
 
     public let audience: AudienceSpec
     public let depth: Depth
+    /// A broadcast campaign: its rows name channels.
+    public let broadcast: Bool
     private let renderer: RecipientRenderer?
+    /// `push.broadcast.channels`: the rows a broadcast job lists instead of an audience file.
+    private let listed: [AudienceRecord]
 
     /// A scan of a job's audience; compiles the job's templates (payload and headers) for a full
     /// scan (a template error is exit 2, as in `herald run`).
     public init(spec: JobSpec, depth: Depth = .full) throws(RunFailure) {
         audience = spec.audience
         self.depth = depth
+        listed = ListedChannels.records(of: spec)
+        broadcast = spec.isBroadcast
         if depth == .full {
             renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
                 RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
@@ -50,6 +56,7 @@ public struct AudienceScan {
                     shouldStop: () -> Bool = { false }) throws(RunFailure) -> AudienceScanResult {
         let started = ContinuousClock.now
         var result = AudienceScanResult(limit: audience.maxInvalidRows, depth: depth)
+        result.broadcast = broadcast
         let tokens = depth == .full ? DistinctTokenCounter() : nil
         let totalBytes = Self.totalBytes(audience.files)
         var bytesBefore = 0
@@ -86,6 +93,13 @@ public struct AudienceScan {
             }
             bytesBefore += reader.compressedBytesRead
             result.files.append(counts)
+        }
+        for record in listed {
+            if case .invalid(let row)? = renderer?.render(record) { result.countInvalid(row) } else {
+                if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
+                result.valid += 1
+            }
+            result.rows += 1
         }
         if let tokens { result.distinct = try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.count() } }
         result.seconds = Self.seconds(ContinuousClock.now - started)
@@ -147,6 +161,8 @@ public struct AudienceScanResult: Sendable {
     public internal(set) var firstInvalid: [InvalidRow] = []
     /// Wall-clock time of the scan.
     public internal(set) var seconds = 0.0
+    /// The rows name broadcast channels, not device tokens.
+    public internal(set) var broadcast = false
     public let limit: InvalidRowLimit
     public let depth: AudienceScan.Depth
 

@@ -22,8 +22,13 @@ extension CampaignRunner {
                  reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
         defer { target.shutdown() }
-        let sender = try Self.wrap(.preparing) { () throws(DeliveryError) in
-            try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
+        let sender: any PushSending
+        if spec.isBroadcast {
+            sender = BroadcastSender(settings: target.settings, bundleId: headers.bundleId, connections: spec.apns.connections, token: target.token)
+        } else {
+            sender = try Self.wrap(.preparing) { () throws(DeliveryError) in
+                try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
+            }
         }
         operations.startSending(state)
         return try send(from: state, headers: headers, sender: sender, reading: reading)
@@ -32,7 +37,7 @@ extension CampaignRunner {
     /// Sends every sendable recipient through the streaming sender (see `SendLoop`), until none is
     /// left (and, sending while reading, the audience is fully read), an abort reason or the
     /// environment guard stops the campaign, or a signal or a failed read stops it.
-    func send(from state: RunState, headers: HeaderRenderer, sender: APNsSender, reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
+    func send(from state: RunState, headers: HeaderRenderer, sender: any PushSending, reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         defer { sender.shutdown() }
         let stop: () -> Bool = { [self] in self.stopRequested.load(ordering: .relaxed) || (reading?.hasFailed ?? false) }
         let gate = try SendGate(spec: spec, state: state, maxAttempts: spec.retry.maxAttempts, logger: logger, isStopping: stop)

@@ -93,7 +93,7 @@ public final class CampaignRunner {
                                         environment: ProcessInfo.processInfo.environment, logger: logger)
             }
             run = try Self.wrap(.preparing) { () throws(StateError) in
-                try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started)
+                try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started, broadcast: spec.isBroadcast)
             }
             // Before anything is recorded: every outcome from here on has its event.
             try Self.wrap(.preparing) { () throws(StateError) in try events?.start() }
@@ -128,18 +128,22 @@ public final class CampaignRunner {
             let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
             let audience = try prepareAudience(state: state, run: run)
             let result: SendResult
-            if !audience.ingestComplete && !spec.audience.prescan && audience.audiencePass == 1 {
+            let listedChannels = !(spec.push.broadcast?.channels.isEmpty ?? true)
+            if !audience.ingestComplete && !spec.audience.prescan && audience.audiencePass == 1 && !listedChannels {
                 result = try sendWhileReading(state: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed,
                                               headers: headers, credentials: credentials)
             } else {
-                if !audience.ingestComplete {
+                if !audience.ingestComplete && listedChannels {
+                    try ingestListedChannels(into: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed)
+                } else if !audience.ingestComplete {
                     if !spec.audience.prescan {
                         logger.notice("audience.prescan: false applies to a run's first reading; the changed audience is read whole before sending")
                     }
                     try ingest(into: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed)
                 }
                 try checkInvalidRows(state: state)
-                try applySuppressionList(state: state, topic: headers.shared.topic)
+                // Apple's 410s name dead device tokens; a channel is never on that list.
+                if !spec.isBroadcast { try applySuppressionList(state: state, topic: headers.shared.topic) }
                 result = try deliver(state: state, headers: headers, credentials: credentials)
             }
             deliveryCounters.connectionsOpened += result.counters.connectionsOpened

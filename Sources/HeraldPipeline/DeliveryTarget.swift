@@ -33,6 +33,7 @@ final class DeliveryTarget {
                 }
                 var config = SimulatorConfiguration(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
                 config.bundleId = bundleId
+                config.adoptsUnknownChannels = spec.isBroadcast
                 Self.apply(spec.apns.simulator, to: &config)
                 if let log = config.logPath {
                     try FileManager.default.createDirectory(atPath: (log as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

@@ -50,6 +50,8 @@ final class SendGate {
     let silentWindow: TimeInterval
     /// UNIX seconds after which no send starts (`.infinity`: no deadline).
     let deadline: Double
+    /// `push.broadcast`: the expiration header is required, and 0 is the one every channel takes.
+    let broadcast: Bool
     private var overall: TokenBucket
     private var silent: TokenBucket
     private(set) var deadlineReached = false
@@ -62,6 +64,7 @@ final class SendGate {
          silentWindow: TimeInterval? = nil, logger: Logger, isStopping: @escaping () -> Bool = { false }) throws(RunFailure) {
         throttle = spec.throttle
         pushType = spec.push.type
+        broadcast = spec.isBroadcast
         self.state = state
         self.maxAttempts = maxAttempts
         self.clock = clock
@@ -109,8 +112,11 @@ final class SendGate {
     var deadlinePassed: Bool { deadlineReached || clock.now().timeIntervalSince1970 >= deadline }
 
     /// `apns-expiration` for a recipient: the job's (or the recipient's) when set, else the
-    /// deadline, after which the notification is no longer worth delivering.
+    /// deadline, after which the notification is no longer worth delivering. A broadcast without
+    /// one sends 0: Apple requires the header, and a channel without storage takes nothing else
+    /// (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
     func expiration(_ configured: ExpirationSpec, sentAt now: Int) -> Int? {
+        if configured == .unset, broadcast { return 0 }
         if configured == .unset, deadline.isFinite { return Int(deadline.rounded(.down)) }
         return configured.headerValue(sentAt: now)
     }

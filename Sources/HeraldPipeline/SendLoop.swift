@@ -26,7 +26,7 @@ final class SendLoop {
     let spec: JobSpec
     let state: RunState
     let shared: RenderedHeaders
-    let sender: APNsSender
+    let sender: any PushSending
     /// Deadline, silent-push budget and rates (`throttle.*`), between claiming and sending.
     let gate: SendGate
     let logger: Logger
@@ -67,7 +67,7 @@ final class SendLoop {
     /// The longest an answer waits for its commit when traffic is thin.
     static let maxRecordDelay: TimeInterval = 0.02
 
-    init(spec: JobSpec, state: RunState, shared: RenderedHeaders, sender: APNsSender, gate: SendGate, logger: Logger,
+    init(spec: JobSpec, state: RunState, shared: RenderedHeaders, sender: any PushSending, gate: SendGate, logger: Logger,
          stopRequested: @escaping () -> Bool, moreComing: @escaping () -> Bool = { false },
          onRecorded: @escaping ([AttemptOutcome]) -> Void = { _ in }) {
         self.spec = spec; self.state = state; self.shared = shared; self.sender = sender; self.gate = gate; self.logger = logger

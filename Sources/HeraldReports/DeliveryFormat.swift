@@ -9,7 +9,7 @@ import Synchronization
 enum DeliveryFormat {
     static let deliveriesColumns = ["file", "line", "recipient_id", "token", "status", "http_status", "reason",
                                     "apns_id", "attempts", "first_attempt_at", "last_attempt_at",
-                                    "apns_unique_id", "latency_ms", "invalidated_at", "timezone", "due_at"]
+                                    "apns_unique_id", "latency_ms", "invalidated_at", "timezone", "due_at", "channel_id"]
     static let unregisteredColumns = ["token", "reason", "invalidated_at", "recipient_id", "file", "line", "apns_id"]
     static let rejectedColumns = ["token", "reason", "http_status", "recipient_id", "file", "line", "apns_id", "last_attempt_at"]
 
@@ -29,25 +29,30 @@ enum DeliveryFormat {
     }
     private static let dueTexts = Mutex<[Int64: String]>([:])
 
-    static func csv<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
+    /// `broadcast`: the row is a channel (`DeviceToken(broadcastChannel:)`), written as `channel_id`, `token` empty.
+    static func csv<D: DeliveryFields>(_ d: D, broadcast: Bool = false, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
-        w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .recipientId, &out); w.text(d, .token, &out)
+        w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .recipientId, &out)
+        if broadcast { w.string(nil, &out) } else { w.text(d, .token, &out) }
         w.status(d.status, &out); w.int(d.httpStatus, &out); w.text(d, .reason, &out); w.text(d, .apnsId, &out); w.int(d.attempts, &out)
         w.text(d, .firstAttemptAt, &out); w.text(d, .lastAttemptAt, &out)
         w.text(d, .apnsUniqueId, &out); w.int(d.latencyMs, &out); w.string(invalidatedText(d), &out)
         w.text(d, .timezone, &out); w.string(dueText(d), &out)
+        if broadcast { w.text(d, .token, &out) } else { w.string(nil, &out) }
     }
 
     /// One deliveries.ndjson line: the CSV's columns as keys, numbers as numbers, absent values null.
-    static func ndjson<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
+    static func ndjson<D: DeliveryFields>(_ d: D, broadcast: Bool = false, to out: inout RowBuffer) {
         var w = NDJSONRowWriter(&out); defer { w.end(&out) }
         w.text("\"file\":", d, .file, &out); w.int("\"line\":", d.line, &out); w.text("\"recipient_id\":", d, .recipientId, &out)
-        w.text("\"token\":", d, .token, &out); w.status("\"status\":", d.status, &out); w.int("\"http_status\":", d.httpStatus, &out)
+        if broadcast { w.string("\"token\":", nil, &out) } else { w.text("\"token\":", d, .token, &out) }
+        w.status("\"status\":", d.status, &out); w.int("\"http_status\":", d.httpStatus, &out)
         w.text("\"reason\":", d, .reason, &out); w.text("\"apns_id\":", d, .apnsId, &out); w.int("\"attempts\":", d.attempts, &out)
         w.text("\"first_attempt_at\":", d, .firstAttemptAt, &out); w.text("\"last_attempt_at\":", d, .lastAttemptAt, &out)
         w.text("\"apns_unique_id\":", d, .apnsUniqueId, &out); w.int("\"latency_ms\":", d.latencyMs, &out)
         w.string("\"invalidated_at\":", invalidatedText(d), &out)
         w.text("\"timezone\":", d, .timezone, &out); w.string("\"due_at\":", dueText(d), &out)
+        if broadcast { w.text("\"channel_id\":", d, .token, &out) } else { w.string("\"channel_id\":", nil, &out) }
     }
 
     static func unregistered<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {

@@ -37,8 +37,11 @@ final class DeliveryReportWriter {
     private let rejected: AtomicFile
     private(set) var figures = DeliveryFigures()
     private var attemptSeconds = AttemptSecondReader()
+    /// The rows are broadcast channels: their id goes in `channel_id`, and `token` stays empty.
+    private let broadcast: Bool
 
-    init(files: ReportFiles) throws(ReportError) {
+    init(files: ReportFiles, broadcast: Bool = false) throws(ReportError) {
+        self.broadcast = broadcast
         deliveries = try AtomicFile(path: files.deliveriesPath, gzip: files.compress)
         ndjson = try AtomicFile(path: files.deliveriesNDJSONPath, gzip: files.compress)
         unregistered = try AtomicFile(path: files.unregisteredPath)
@@ -49,8 +52,8 @@ final class DeliveryReportWriter {
     }
 
     func add<D: DeliveryFields>(_ d: D) throws(ReportError) {
-        try deliveries.append { DeliveryFormat.csv(d, to: &$0) }
-        try ndjson.append { DeliveryFormat.ndjson(d, to: &$0) }
+        try deliveries.append { DeliveryFormat.csv(d, broadcast: broadcast, to: &$0) }
+        try ndjson.append { DeliveryFormat.ndjson(d, broadcast: broadcast, to: &$0) }
         if DeliveryFigures.isUnregistered(d) { try unregistered.append { DeliveryFormat.unregistered(d, to: &$0) } }
         if DeliveryFigures.isRejected(d) { try rejected.append { DeliveryFormat.rejected(d, to: &$0) } }
         figures.add(d, attemptSeconds: &attemptSeconds)

@@ -52,7 +52,8 @@ public enum ReportMerger {
 
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let files = ReportFiles(directory: out, compress: compress)
-        let writer = try DeliveryReportWriter(files: files)
+        let broadcast = shards.contains { $0.summary.broadcastChannels != nil }
+        let writer = try DeliveryReportWriter(files: files, broadcast: broadcast)
         var byStatus: [RecipientStatus: Int] = [:]
         var byReason: [String: Int] = [:]
         for shard in shards {
@@ -115,6 +116,7 @@ public enum ReportMerger {
                               vanishedRecipients: shards.reduce(0) { $0 + $1.summary.vanishedRecipients },
                               extra: SummaryExtras(sendsPerSecond: rate > 0 ? rate : nil), figures: figures, delivery: writer.figures)
         summary.shardRunIds = runIds
+        if broadcast { summary.broadcastChannels = distinct }
         try ReportWriter.writeSummary(summary, files: files)
         return summary
     }
@@ -136,7 +138,7 @@ public enum ReportMerger {
     /// A deliveries.ndjson line back into the row it was written from.
     static func deliveryRow(_ line: String) -> DeliveryRow? {
         guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
-              let token = o["token"] as? String, let statusText = o["status"] as? String,
+              let token = o["token"] as? String ?? o["channel_id"] as? String, let statusText = o["status"] as? String,
               let status = StoredStatus(rawValue: statusText) else { return nil }
         func int(_ k: String) -> Int? { (o[k] as? NSNumber)?.intValue }
         return DeliveryRow(file: o["file"] as? String ?? "", line: int("line") ?? 0, recipientId: o["recipient_id"] as? String ?? "",

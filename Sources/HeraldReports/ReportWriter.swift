@@ -27,7 +27,7 @@ public struct ReportWriter {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         if ownsDirectory { removeLeftovers() }
-        let deliveries = try DeliveryReportWriter(files: files)
+        let deliveries = try DeliveryReportWriter(files: files, broadcast: run.broadcast)
         try state.forEachDeliveryColumns { d throws in try deliveries.add(d) }
         try deliveries.commit()
 

@@ -25,6 +25,7 @@ extension Summary {
                   vanishedRecipients: file.vanishedRecipients ?? 0,
                   extra: SummaryExtras(sendsPerSecond: file.sendsPerSecond), figures: figures, delivery: nil)
         shardRunIds = file.shardRunIds
+        broadcastChannels = file.broadcastChannels
     }
 }
 
@@ -48,6 +49,7 @@ private struct SummaryFile: Decodable {
     var jwtsSigned: Int?
     var throttleDeferrals: Int?
     var shardRunIds: [String]?
+    var broadcastChannels: Int?
 
     enum CodingKeys: String, CodingKey {
         case campaign, counts, retries
@@ -56,6 +58,6 @@ private struct SummaryFile: Decodable {
         case newRecipients = "new_recipients", vanishedRecipients = "vanished_recipients"
         case durationSeconds = "duration_seconds", sendsPerSecond = "sends_per_second", exitCode = "exit_code"
         case connectionsOpened = "connections_opened", jwtsSigned = "jwts_signed", throttleDeferrals = "throttle_deferrals"
-        case shardRunIds = "shard_run_ids"
+        case shardRunIds = "shard_run_ids", broadcastChannels = "broadcast_channels"
     }
 }

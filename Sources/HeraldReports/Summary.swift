@@ -66,6 +66,8 @@ public struct Summary: Sendable {
     public var shardRunIds: [String]? = nil
     /// An unfinished run's next due time (`schedule`, a deferred frequency cap), ISO 8601 UTC.
     public var nextDueAt: String? = nil
+    /// A broadcast campaign (`push.broadcast`): its recipients are channels; nil for device pushes.
+    public var broadcastChannels: Int? = nil
 
     public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
 
@@ -102,7 +104,8 @@ public struct Summary: Sendable {
                        byStatus: byStatus, byReason: byReason, invalidByReason: try state.invalidCounts(),
                        audienceChanged: run.audienceChanged, newRecipients: run.newRecipients,
                        vanishedRecipients: run.vanishedRecipients, extra: extra, figures: try state.figures(), delivery: delivery,
-                       nextDueAt: finishedAt == nil ? try state.nextDueTime().map { RegistrationTime.iso8601(milliseconds: Int64($0.timeIntervalSince1970 * 1000)) } : nil)
+                       nextDueAt: finishedAt == nil ? try state.nextDueTime().map { RegistrationTime.iso8601(milliseconds: Int64($0.timeIntervalSince1970 * 1000)) } : nil,
+                       broadcastChannels: run.broadcast ? distinct : nil)
     }
 
     /// What herald does with a reason, from the one reason table in HeraldCore (`gave_up` and
@@ -150,6 +153,7 @@ public struct Summary: Sendable {
         members.append(.init("next_due_at", nextDueAt.map(JSONValue.string) ?? .null))
         members.append(.init("sends_by_local_hour", delivery?.sentByLocalHour.map { .array($0.map { .number(String($0)) }) } ?? .null))
         if let events = extra.events { members.append(.init("events", .object(events.map { .init($0.sink, $0.json) }))) }
+        members.append(.init("broadcast_channels", int(broadcastChannels)))
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
     }

@@ -20,7 +20,7 @@ public struct APNsBehavior: SimulatorBehavior {
         validator = try RequestValidator(configuration: configuration)
         tokenRules = TokenRuleBook(configuration.tokenRules)
         faults = configuration.faults.injectsStatuses ? StatusFaults(configuration.faults) : nil
-        broadcasts = BroadcastValidator(validator: validator, channels: channels)
+        broadcasts = BroadcastValidator(validator: validator, channels: channels, adoptsUnknownChannels: configuration.adoptsUnknownChannels)
     }
 
     public func respond(to request: SimulatorRequest, on connection: SimulatorConnection, now: Date) -> SimulatorVerdict {

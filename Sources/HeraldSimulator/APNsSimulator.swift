@@ -41,7 +41,7 @@ public final class APNsSimulator: Sendable {
     /// Starts the standard simulator (`APNsBehavior`) described by `configuration`, with the
     /// channel management port when it asks for one.
     public static func start(_ configuration: SimulatorConfiguration) throws(SimulatorError) -> APNsSimulator {
-        let channels = ChannelRegistry(limit: configuration.channelLimit)
+        let channels = ChannelRegistry(limit: configuration.channelLimit, seed: configuration.faults.seed)
         return try start(configuration, behavior: APNsBehavior(configuration: configuration, channels: channels), channels: channels)
     }
 

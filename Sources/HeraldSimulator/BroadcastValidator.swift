@@ -16,6 +16,8 @@ import HeraldCore
 struct BroadcastValidator: Sendable {
     let validator: RequestValidator
     let channels: ChannelRegistry
+    /// `SimulatorConfiguration.adoptsUnknownChannels`.
+    var adoptsUnknownChannels = false
     /// Apple: "the payload is limited to a maximum size of 5 KB (5,120 bytes)".
     static let payloadLimit = 5_120
 
@@ -45,7 +47,8 @@ struct BroadcastValidator: Sendable {
         guard let priority = request.header("apns-priority").flatMap(Int.init), [1, 5, 10].contains(priority) else {
             return reject("BadPriority")
         }
-        guard let policy = channels.policy(bundleId: bundleId, channel: channel) else { return reject("ChannelNotRegistered") }
+        let known = adoptsUnknownChannels ? channels.adopt(bundleId: bundleId, channel: channel) : channels.policy(bundleId: bundleId, channel: channel)
+        guard let policy = known else { return reject("ChannelNotRegistered") }
         if policy == .noMessageStored && expiration != 0 { return reject("BadExpirationDate") }
         if request.bodyLength == 0 { return reject("PayloadEmpty") }
         if request.bodyLength > Self.payloadLimit { return reject("PayloadTooLarge") }

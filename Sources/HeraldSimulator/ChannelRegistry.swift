@@ -15,20 +15,29 @@ public final class ChannelRegistry: Sendable {
         var channels: [String: [String: StoragePolicy]] = [:]
         /// In creation order, per bundle id, for listings that read like Apple's.
         var order: [String: [String]] = [:]
+        /// Channels created so far: the next id's index.
+        var created: UInt64 = 0
     }
     private let state = Mutex(State())
     /// Channels per app before `CannotCreateChannelConfig`.
     public let limit: Int
+    /// The faults' seed (`--seed`): channel ids, and so the faults keyed by them, are the same
+    /// from one simulator to the next.
+    public let seed: UInt64
 
-    public init(limit: Int = 10_000) { self.limit = limit }
+    public init(limit: Int = 10_000, seed: UInt64 = 0) { self.limit = limit; self.seed = seed }
 
-    /// A new channel's id (base64 of 16 random bytes), or nil at the limit.
+    /// A new channel's id (base64 of 16 bytes that look random, drawn from the seed and the
+    /// channel's number; never one given before), or nil at the limit.
     public func create(bundleId: String, policy: StoragePolicy) -> String? {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
-        let id = Data(bytes).base64EncodedString()
-        return state.withLock { s in
+        state.withLock { s in
             guard s.channels[bundleId, default: [:]].count < limit else { return nil }
+            var bytes: [UInt8] = []
+            for half in UInt64(0)...1 {
+                withUnsafeBytes(of: FaultDice.hash(seed: seed, key: "channel", index: s.created &* 2 &+ half).littleEndian) { bytes += $0 }
+            }
+            s.created += 1
+            let id = Data(bytes).base64EncodedString()
             s.channels[bundleId, default: [:]][id] = policy
             s.order[bundleId, default: []].append(id)
             return id
@@ -37,6 +46,18 @@ public final class ChannelRegistry: Sendable {
 
     public func policy(bundleId: String, channel: String) -> StoragePolicy? {
         state.withLock { $0.channels[bundleId]?[channel] }
+    }
+
+    /// The channel's policy, registering it (Most Recent Message Stored) if it is unknown: the
+    /// in-process simulator of an `endpoint: simulator` job, which has no management port to
+    /// create channels on, takes the job's channels as they come.
+    func adopt(bundleId: String, channel: String) -> StoragePolicy {
+        state.withLock { s in
+            if let known = s.channels[bundleId]?[channel] { return known }
+            s.channels[bundleId, default: [:]][channel] = .mostRecentMessageStored
+            s.order[bundleId, default: []].append(channel)
+            return .mostRecentMessageStored
+        }
     }
 
     /// Whether the channel existed.

@@ -67,6 +67,10 @@ public struct SimulatorConfiguration: Sendable {
     public var managementPort: Int? = nil
     /// Channels per app before the management API answers `CannotCreateChannelConfig`.
     public var channelLimit = 10_000
+    /// A broadcast to a well-formed channel id nobody created registers it (Most Recent Message
+    /// Stored) instead of answering `ChannelNotRegistered`: the in-process simulator of an
+    /// `endpoint: simulator` job, where channels cannot be created first.
+    public var adoptsUnknownChannels = false
 
     /// A provider-token simulator (what herald uses).
     public init(teamId: String, keyId: String, publicKeyPEM: String) {

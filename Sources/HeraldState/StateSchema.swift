@@ -223,6 +223,11 @@ enum StateSchema {
                 CREATE INDEX recipient_due ON recipient(run, retry_at, seq) WHERE status = 'scheduled';
                 """)
         }
+        // Broadcast campaigns (`push.broadcast`): the run's recipients are channels, whose ids take
+        // the token column's place; reports write them as `channel_id`.
+        m.registerMigration("8-broadcast-runs") { db in
+            try db.execute(sql: "ALTER TABLE run ADD COLUMN broadcast INTEGER NOT NULL DEFAULT 0")
+        }
         return m
     }
 }

@@ -18,6 +18,8 @@ public struct OutboxEvent: Sendable, Equatable {
     public let invalidatedAt: Int64?
     /// When the outcome was recorded (UTC, ISO 8601 with milliseconds).
     public let at: String
+    /// The recipient is a broadcast channel (`token` holds its id).
+    public var broadcast = false
 
     public init(id: Int64, runId: String, campaign: String, recipientId: String, token: String, apnsId: String, status: RecipientStatus,
                 reason: String, httpStatus: Int?, invalidatedAt: Int64?, at: String) {
@@ -70,7 +72,7 @@ extension StateStore {
         try read { db in
             let select = try RawStatement(cached: db, sql: """
                 SELECT o.id, u.run_id, u.campaign, r.recipient_id, r.token, r.apns_id, o.status, o.reason, o.http_status,
-                       o.invalidated_at, o.at
+                       o.invalidated_at, o.at, u.broadcast
                 FROM event_outbox o JOIN recipient r ON r.seq = o.recipient JOIN run u ON u.id = r.run
                 WHERE o.id > ?1 ORDER BY o.id LIMIT ?2
                 """)
@@ -83,6 +85,7 @@ extension StateStore {
                 out.append(OutboxEvent(id: r.int64(0), runId: r.string(1), campaign: r.string(2), recipientId: r.string(3),
                                        token: r.string(4), apnsId: r.string(5), status: status, reason: r.string(7),
                                        httpStatus: r.optionalInt(8), invalidatedAt: r.optionalInt64(9), at: r.string(10)))
+                out[out.count - 1].broadcast = r.int64(11) == 1
             }
             return out
         }

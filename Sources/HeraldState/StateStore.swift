@@ -52,7 +52,8 @@ public final class StateStore: SQLiteStore, Sendable {
     /// resumed first (a rerun after midnight finishes yesterday's `{date}` campaign instead of
     /// starting today's). A finished last run is returned as finished, so nothing more is sent,
     /// unless the campaign's name for `now` differs (a new period) or `newRun` asks for a new run.
-    public func openRun(campaign: CampaignName, newRun: Bool = false, now: Date = Date()) throws(StateError) -> RunInfo {
+    /// `broadcast`: a new run's recipients are broadcast channels (a resumed run keeps what it was).
+    public func openRun(campaign: CampaignName, newRun: Bool = false, now: Date = Date(), broadcast: Bool = false) throws(StateError) -> RunInfo {
         try write { db in
             if let row = try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1") {
                 let last = RunInfo(row: row, disposition: .resumed)
@@ -62,8 +63,8 @@ public final class StateStore: SQLiteStore, Sendable {
                 }
             }
             let runId = UUID().uuidString.lowercased()
-            try db.execute(sql: "INSERT INTO run (run_id, campaign, campaign_template, started_at) VALUES (?, ?, ?, ?)",
-                           arguments: [runId, campaign.resolved(at: now), campaign.template, Timestamp.iso(now)])
+            try db.execute(sql: "INSERT INTO run (run_id, campaign, campaign_template, started_at, broadcast) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [runId, campaign.resolved(at: now), campaign.template, Timestamp.iso(now), broadcast ? 1 : 0])
             let row = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [db.lastInsertedRowID])!
             return RunInfo(row: row, disposition: .new)
         }
@@ -105,6 +106,8 @@ public struct RunInfo: Sendable {
     public let newRecipients: Int
     public let vanishedRecipients: Int
     public let disposition: Disposition
+    /// Its recipients are broadcast channels (`push.broadcast`): reports name them `channel_id`.
+    public let broadcast: Bool
 
     public var resumed: Bool { disposition != .new }
     public var audienceChanged: Bool { audiencePass > 1 }
@@ -118,6 +121,7 @@ public struct RunInfo: Sendable {
         rows = row["rows"]; duplicates = row["duplicates"]
         audiencePass = row["audience_pass"]; newRecipients = row["new_recipients"]; vanishedRecipients = row["vanished_recipients"]
         self.disposition = disposition
+        broadcast = (row["broadcast"] as Int?) == 1
     }
 }
 

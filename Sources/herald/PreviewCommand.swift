@@ -3,6 +3,7 @@ import Foundation
 import HeraldAudience
 import HeraldCore
 import HeraldJob
+import HeraldPipeline
 import HeraldPayload
 
 /// `herald preview`: what the first recipients (or one chosen row) would receive, headers and
@@ -82,6 +83,15 @@ struct PreviewCommand: ParsableCommand {
         printer.printJob()
         var shown = 0
         var rowsRead = 0
+        if spec.isBroadcast && spec.audience.files.isEmpty {
+            // push.broadcast.channels: the job's own lines are the rows.
+            for record in ListedChannels.records(of: spec) where row.map({ $0 == record.location.line }) ?? true {
+                rowsRead += 1
+                printer.print(.record(record))
+                shown += 1
+                if row != nil || shown >= count { break }
+            }
+        }
         reading: for file in files {
             let reader: AudienceFileReader
             do { reader = try AudienceFileReader(file: file, spec: spec.audience) } catch { throw PreviewFailure("\(error)") }

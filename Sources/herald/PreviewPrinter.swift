@@ -60,7 +60,8 @@ final class PreviewPrinter {
 
     private func printRecipient(_ record: AudienceRecord) {
         let locale = spec.audience.localeField.flatMap { record.fields[$0]?.text }
-        var title = "── \(record.location) · token \(Self.shortened(record.token.hex))"
+        var title = spec.isBroadcast ? "── \(record.location) · channel \(record.token.hex)"
+            : "── \(record.location) · token \(Self.shortened(record.token.hex))"
         if spec.audience.localeField != nil {
             title += " · locale \(locale.map { $0.isEmpty ? "(empty)" : $0 } ?? "(none)") → \(payloads.templateSource(for: locale))"
         }
@@ -76,7 +77,7 @@ final class PreviewPrinter {
         }
         switch payloads.render(record, locale: locale) {
         case .payload(let bytes):
-            for (name, value) in rendered.fields(sentAt: now) {
+            for (name, value) in spec.isBroadcast ? broadcastFields(record, rendered) : rendered.fields(sentAt: now) {
                 write("\(name): \(value)\(name == "apns-expiration" ? Self.expirationNote(rendered.expiration) : "")")
             }
             write("payload: \(bytes.count) bytes (limit \(payloads.limit))")
@@ -86,6 +87,14 @@ final class PreviewPrinter {
         case .failure(let reason, let field, let detail):
             write(Self.rowError(record, reason, field, detail))
         }
+    }
+
+    /// What `BroadcastSender` sends for a channel: its path, the channel, the recipient's id as
+    /// `apns-request-id`, and the required expiration (0 unless the job sets one); no topic.
+    private func broadcastFields(_ record: AudienceRecord, _ h: RenderedHeaders) -> [(name: String, value: String)] {
+        [(":path", "/4/broadcasts/apps/\(headers.bundleId)"), ("apns-channel-id", record.token.hex), ("apns-request-id", h.apnsId),
+         ("apns-push-type", h.pushType.rawValue), ("apns-priority", String(h.priority)),
+         ("apns-expiration", String(h.expirationValue(sentAt: now) ?? 0))]
     }
 
     /// The recipient's time zone and due time (`schedule`) and its frequency-cap verdict, if the

@@ -52,7 +52,7 @@ enum ValidateReport {
         if r.depth == .parseOnly {
             lines.append("audience  \(n(r.rows)) rows parsed: \(n(r.valid)) with a valid token, \(n(r.invalid)) invalid")
         } else {
-            lines.append("audience  \(n(r.rows)) rows: \(n(r.valid)) valid (\(n(r.distinct)) distinct tokens, \(n(r.duplicates)) duplicate rows), \(n(r.invalid)) invalid")
+            lines.append("audience  \(n(r.rows)) rows: \(n(r.valid)) valid (\(n(r.distinct)) distinct \(r.broadcast ? "channels" : "tokens"), \(n(r.duplicates)) duplicate rows), \(n(r.invalid)) invalid")
         }
         if !r.invalidByReason.isEmpty {
             lines.append("invalid   " + sortedReasons(r).map { "\($0.key) \(n($0.value))" }.joined(separator: ", "))

@@ -58,3 +58,49 @@ import HeraldCore
         #expect(readError(file, spec: AudienceSpec(files: [], localeField: "locale", idField: "id")) == nil)
     }
 }
+
+/// `audience.channel_field`: a broadcast audience's rows name channels, checked as APNs writes
+/// them (base64) instead of as device tokens, each problem with its own reason.
+@Suite struct ChannelFieldTests {
+    @Test func csvRowsNameChannels() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("c.csv", "match,channel\n42, bWF0Y2gtNDI= \n43,\n44,not base64!\n45,abcd\n")
+        var spec = AudienceSpec(files: [file])
+        spec.channelField = "channel"
+        let events = try readAll(file, spec: spec)
+        #expect(events.count == 4)
+        #expect(events[0].record?.token.hex == "bWF0Y2gtNDI=", "spaces around it dropped")
+        #expect(events[1].invalid.map { [$0.reason.rawValue, $0.field, "\($0.location.line)"] } == ["missing_channel_id", "channel", "3"])
+        #expect(events[2].invalid?.reason == .invalidChannelId && events[2].invalid?.detail.hasPrefix("not a broadcast channel id") == true)
+        // Four characters of base64 are a channel id as far as anyone but APNs can tell.
+        #expect(events[3].record?.token.hex == "abcd")
+    }
+
+    @Test func aMissingChannelColumnNamesTheJobKey() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("c.csv", "match,token\n42,bWF0Y2gtNDI=\n")
+        var spec = AudienceSpec(files: [file])
+        spec.channelField = "channel"
+        #expect(throws: AudienceError.self) { _ = try readAll(file, spec: spec) }
+        do { _ = try readAll(file, spec: spec) } catch {
+            #expect("\(error)".contains("header has no column \"channel\" named by audience.channel_field"), "\(error)")
+        }
+    }
+
+    @Test func ndjsonRowsNameChannels() throws {
+        let fx = try AudienceFixture()
+        let file = try fx.write("c.ndjson", """
+            {"channel":"bWF0Y2gtNDI=","match":42}
+            {"channel":null}
+            {"channel":12345678}
+            {"channel":{"id":"x"}}
+            {"match":1}
+
+            """)
+        var spec = AudienceSpec(files: [file])
+        spec.channelField = "channel"
+        let events = try readAll(file, spec: spec)
+        #expect(events[0].record?.token.hex == "bWF0Y2gtNDI=")
+        #expect(events.dropFirst().map { $0.invalid?.reason } == [.missingChannelId, .invalidChannelId, .invalidChannelId, .missingChannelId])
+    }
+}

@@ -15,13 +15,26 @@ import Testing
                     at: "2026-11-26T06:00:00.000Z")
     }
 
+    /// A broadcast campaign's recipient is a channel: `channel_id` names it, `token` is null.
+    @Test func aBroadcastEventNamesItsChannel() throws {
+        var e = event(.sent, http: 200)
+        e = OutboxEvent(id: e.id, runId: e.runId, campaign: e.campaign, recipientId: "", token: "bWF0Y2gtNDI=", apnsId: e.apnsId,
+                        status: .sent, reason: "", httpStatus: 200, invalidatedAt: nil, at: e.at)
+        e.broadcast = true
+        var out: [UInt8] = []
+        DeliveryEvent.line(e, shard: nil, into: &out)
+        let o = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
+        #expect(o["token"] is NSNull && o["channel_id"] as? String == "bWF0Y2gtNDI=" && o["type"] as? String == "sent")
+    }
+
     @Test func aLineIsOneJSONObjectWithEveryKey() throws {
         var out: [UInt8] = []
         DeliveryEvent.line(event(.failed, http: 410, reason: "Unregistered", invalidatedAt: 1_764_136_800_000), shard: "1/4", into: &out)
         #expect(out.last == UInt8(ascii: "\n") && out.filter { $0 == UInt8(ascii: "\n") }.count == 1)
         let o = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
         #expect(Set(o.keys) == ["event_id", "type", "at", "campaign", "run_id", "shard", "recipient_id", "token", "apns_id",
-                                "status", "reason", "http_status", "invalidated_at"])
+                                "status", "reason", "http_status", "invalidated_at", "channel_id"])
+        #expect(o["channel_id"] is NSNull && o["token"] as? String != nil, "a device push names its token")
         #expect(o["event_id"] as? String == "r1.7" && o["type"] as? String == "unregistered" && o["status"] as? String == "failed")
         #expect(o["recipient_id"] as? String == "u-\"1\"" && o["shard"] as? String == "1/4" && o["http_status"] as? Int == 410)
         #expect(o["invalidated_at"] as? String == "2025-11-26T06:00:00.000Z")

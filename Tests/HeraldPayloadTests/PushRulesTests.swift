@@ -158,6 +158,26 @@ import Testing
                 == "failure(payload_too_large, , payload is 4097 bytes; the limit is 4096)")
     }
 
+    /// A broadcast (`push.broadcast`): Apple's 5 KB, and an update or an end, never a start.
+    @Test func aBroadcastTakesFiveKilobytesAndCannotStartAnActivity() throws {
+        var push = Fixture.push(#"{"aps":{"event":"update","timestamp":1,"content-state":{"blob":"{{blob}}"}}}"#, type: .liveactivity)
+        push.broadcast = BroadcastSpec()
+        let broadcast = try PayloadRenderer(push: push)
+        let overhead = #"{"aps":{"event":"update","timestamp":1,"content-state":{"blob":""}}}"#.utf8.count
+        let fits = try #require(Fixture.bytes(broadcast.render(Fixture.strings(["blob": String(repeating: "v", count: 5120 - overhead)]), locale: nil)))
+        #expect(fits.count == 5120)
+        #expect(Fixture.text(broadcast.render(Fixture.strings(["blob": String(repeating: "v", count: 5121 - overhead)]), locale: nil))
+                == "failure(payload_too_large, , payload is 5121 bytes; the limit is 5120)")
+        push.broadcast = nil
+        #expect(try PayloadRenderer(push: push).limit == 4096, "a Live Activity push to a device keeps 4 KB")
+
+        var start = Fixture.push(#"{"aps":{"event":"start","timestamp":1,"attributes-type":"Score","attributes":{},"content-state":{},"alert":{"title":"t"}}}"#,
+                                 type: .liveactivity)
+        #expect(Fixture.templateError(start) == nil)
+        start.broadcast = BroadcastSpec()
+        #expect(Fixture.templateError(start)?.contains("a broadcast updates or ends the activities subscribed to its channel; it cannot start one") == true)
+    }
+
     @Test func renderingIntoAReusedBufferMatches() throws {
         let renderer = try PayloadRenderer(push: Fixture.push(#"{"aps":{"alert":"Hi {{name}}","badge":"{{n:int}}"}}"#))
         var buffer: [UInt8] = Array(repeating: 0x41, count: 500)

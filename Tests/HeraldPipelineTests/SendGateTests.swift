@@ -100,6 +100,20 @@ final class FakeThrottleClock: ThrottleClock, @unchecked Sendable {
         #expect(try statuses(state) == ["pending/": 3])
     }
 
+    /// A broadcast requires apns-expiration, and 0 is the one value a channel without storage
+    /// takes: without `push.expiration` a broadcast sends 0, whatever the deadline.
+    @Test func aBroadcastWithoutAnExpirationSendsZero() throws {
+        var job = spec("broadcast", type: .liveactivity, throttle: ThrottleSpec(deadline: ThrottleDeadline(at: 1_900_000_000)))
+        job.push.broadcast = BroadcastSpec()
+        let recipients = try state(job, tokens: 1...1)
+        let gate = try SendGate(spec: job, state: recipients, maxAttempts: 5, clock: FakeThrottleClock(), logger: logger)
+        #expect(gate.expiration(.unset, sentAt: 100) == 0)
+        #expect(gate.expiration(.relative(60), sentAt: 100) == 160, "the job's own expiration still applies")
+        job.push.broadcast = nil
+        let device = try SendGate(spec: job, state: recipients, maxAttempts: 5, clock: FakeThrottleClock(), logger: logger)
+        #expect(device.expiration(.unset, sentAt: 100) == 1_900_000_000)
+    }
+
     @Test func theSilentBudgetHoldsAcrossCampaignsSharingAStateDirectory() throws {
         let clock = FakeThrottleClock()
         let t0 = clock.now()

@@ -64,6 +64,26 @@ import Testing
         #expect(registry.list(bundleId: Self.bundle) == [other])
     }
 
+    /// Ids follow from the seed (faults are keyed by channel, so a rehearsal meets the same ones
+    /// again), never repeat, and a deleted one is not given again.
+    @Test func channelIdsFollowFromTheSeed() throws {
+        let a = ChannelRegistry(seed: 7), b = ChannelRegistry(seed: 7), c = ChannelRegistry(seed: 8)
+        let ids = (0..<50).compactMap { _ in a.create(bundleId: Self.bundle, policy: .mostRecentMessageStored) }
+        #expect(Set(ids).count == 50 && ids.allSatisfy { Data(base64Encoded: $0)?.count == 16 })
+        #expect(a.delete(bundleId: Self.bundle, channel: ids[0]))
+        #expect(a.create(bundleId: Self.bundle, policy: .noMessageStored) != ids[0])
+        #expect((0..<50).compactMap { _ in b.create(bundleId: Self.bundle, policy: .mostRecentMessageStored) } == ids)
+        #expect(c.create(bundleId: Self.bundle, policy: .mostRecentMessageStored) != ids[0])
+    }
+
+    /// The in-process simulator of a broadcast job takes a channel it has never seen as created.
+    @Test func anAdoptingRegistryTakesUnknownChannels() throws {
+        let registry = ChannelRegistry()
+        #expect(registry.policy(bundleId: Self.bundle, channel: "bWF0Y2gtNDI=") == nil)
+        #expect(registry.adopt(bundleId: Self.bundle, channel: "bWF0Y2gtNDI=") == .mostRecentMessageStored)
+        #expect(registry.list(bundleId: Self.bundle) == ["bWF0Y2gtNDI="])
+    }
+
     @Test func managementErrorsInOrder() throws {
         let registry = ChannelRegistry(limit: 1)
         let m = try ChannelManagementBehavior(configuration: configuration(), channels: registry)
