@@ -1,3 +1,4 @@
+internal import CCurl
 import Foundation
 import HeraldCore
 import Synchronization
@@ -25,7 +26,8 @@ public final class BroadcastSender: @unchecked Sendable {
     public var streamsPerConnection: Int { 1 }
 
     /// `bundleId`: the app's bundle id (the topic without a push-type suffix).
-    public init(settings: ConnectionSettings, bundleId: String, connections: Int, token: ProviderToken?) {
+    public init(settings: ConnectionSettings, bundleId: String, connections: Int, token: ProviderToken?) throws(DeliveryError) {
+        guard CurlGlobal.initialised else { throw .curl(operation: "curl_global_init", code: -1, message: "libcurl could not be initialised") }
         shared = EngineShared(streams: 1, token: token)
         self.settings = settings
         url = settings.baseURL + "/4/broadcasts/apps/" + bundleId
@@ -44,19 +46,37 @@ public final class BroadcastSender: @unchecked Sendable {
                        // expiration every channel takes, No Message Stored ones included.
                        "apns-priority: \(r.priority)", "apns-expiration: \(r.expiration ?? 0)"]
         if let jwt { headers.append("authorization: bearer \(jwt)") }
-        var call = HTTPCall(method: "POST", url: url, headers: headers, body: r.payload,
-                            timeoutSeconds: Double(settings.connectTimeoutMs + settings.requestTimeoutMs) / 1000)
+        // apns.connect_timeout bounds the connect, apns.request_timeout the whole request, as for device pushes.
+        var call = HTTPCall(method: "POST", url: url, headers: headers, body: r.payload, timeoutSeconds: Double(settings.requestTimeoutMs) / 1000)
+        call.connectTimeoutSeconds = Double(settings.connectTimeoutMs) / 1000
         call.trust = settings.trust
         call.identity = settings.identity
         call.proxy = settings.proxy
         return call
     }
 
-    private func work(connection: Int) {
+    /// What a worker keeps between requests: its connection, and the guards the streaming
+    /// connections have too (ConnectionWorker): a connect that fails backs off before the next
+    /// try, and answers asking for a new connection open at most one per `renewalInterval`, so a
+    /// burst of 503s does not become a burst of TLS handshakes.
+    private struct Worker {
         var session = HTTPSession()
         var failureEvent = 0
+        var connectFailures = 0
+        var reconnectAt: UInt64 = 0
+        var lastRenewal: UInt64 = 0
+
+        mutating func renew(now: UInt64) {
+            guard now &- lastRenewal >= ConnectionWorker.renewalInterval else { return }
+            session = HTTPSession()
+            lastRenewal = now
+        }
+    }
+
+    private func work(connection: Int) {
+        var w = Worker()
         while !stopped.load(ordering: .relaxed) {
-            let resumeAt = shared.pausedUntil.load(ordering: .relaxed)
+            let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), w.reconnectAt)
             let now = uptimeNanoseconds()
             if shared.halted.load(ordering: .relaxed) || resumeAt > now {
                 _ = wake.wait(timeout: .now() + .milliseconds(resumeAt > now ? Int(min(100, (resumeAt - now) / 1_000_000) + 1) : 100))
@@ -74,17 +94,24 @@ public final class BroadcastSender: @unchecked Sendable {
                 }
             }
             let started = uptimeNanoseconds()
-            let result = session.perform(Self.call(job.request, url: url, jwt: jwt, settings: settings))
-            let latency = Int((uptimeNanoseconds() - started) / 1_000_000)
-            shared.connectionsOpened.add(session.lastConnects, ordering: .relaxed)
+            let result = w.session.perform(Self.call(job.request, url: url, jwt: jwt, settings: settings))
+            let done = uptimeNanoseconds()
+            let latency = Int((done - started) / 1_000_000)
+            shared.connectionsOpened.add(w.session.lastConnects, ordering: .relaxed)
             var out: PushResult
             switch result {
             case .failure(.transport(_, let code, let message)):
-                failureEvent += 1
+                w.failureEvent += 1
                 out = PushResult(index: job.index, outcome: .transportFailure("curl error \(code): \(message)"), latencyMs: latency,
-                                 connection: connection, event: failureEvent)
-                session = HTTPSession()
+                                 connection: connection, event: w.failureEvent)
+                if StreamSlot.isConnectFailure(CURLcode(rawValue: UInt32(max(0, code)))) {
+                    w.connectFailures += 1
+                    w.reconnectAt = done + UInt64(RetryBackoff.reconnect.delay(attempt: w.connectFailures) * 1e9)
+                }
+                w.session = HTTPSession()
+                w.lastRenewal = done
             case .success(let answer):
+                w.connectFailures = 0
                 let parsed = answer.status == 200 ? nil : ResponseBody.parse(answer.body)
                 let outcome = PushOutcome.answered(status: answer.status, apnsId: answer.headers["apns-request-id"],
                                                    reason: parsed?.reason.map { APNsReason($0) }, timestamp: parsed?.timestamp)
@@ -94,8 +121,9 @@ public final class BroadcastSender: @unchecked Sendable {
                 case .abortCampaign: shared.halted.store(true, ordering: .relaxed)
                 case .refreshTokenAndRetry:
                     if let jwt { shared.token?.invalidate(rejected: jwt) }
-                    session = HTTPSession()
-                case .retryLater(newConnection: true, _): session = HTTPSession()
+                    w.session = HTTPSession()
+                    w.lastRenewal = done
+                case .retryLater(newConnection: true, _): w.renew(now: done)
                 default: break
                 }
             }

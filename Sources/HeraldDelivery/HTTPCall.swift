@@ -17,6 +17,8 @@ public struct HTTPCall: Sendable {
     public var body: [UInt8]
     /// The whole request, connect included.
     public var timeoutSeconds: Double
+    /// The TCP and TLS connect alone (nil: libcurl's default, bounded by `timeoutSeconds`).
+    public var connectTimeoutSeconds: Double? = nil
     /// Which authorities to trust (TLS verification is always on).
     public var trust: TLSTrust = .system
     /// A TLS client certificate to present (APNs certificate authentication).
@@ -83,6 +85,9 @@ public struct HTTPCall: Sendable {
                 try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYPEER, 1), "verify peer")
                 try curlCheck(herald_easy_setopt_long(h, CURLOPT_SSL_VERIFYHOST, 2), "verify host")
                 try curlCheck(herald_easy_setopt_long(h, CURLOPT_TIMEOUT_MS, max(1, Int(timeoutSeconds * 1000))), "set timeout")
+                if let connect = connectTimeoutSeconds {
+                    try curlCheck(herald_easy_setopt_long(h, CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(connect * 1000))), "set connect timeout")
+                }
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer)), "set error buffer")
                 try curlCheck(herald_easy_setopt_writefn(h, CURLOPT_WRITEFUNCTION, collectBody), "set write callback")
                 try curlCheck(herald_easy_setopt_ptr(h, CURLOPT_WRITEDATA, UnsafeMutableRawPointer(sink)), "set write data")

@@ -35,7 +35,9 @@ extension Context {
                         throttle: ThrottleSpec, throttleMap: YAMLMapping?, hasSchedule: Bool, top: YAMLMapping) throws(JobError) {
         guard let broadcast = push.broadcast else { return }
         guard push.type == .liveactivity else {
-            throw pushMap.error("broadcast", "sends Live Activity updates to channels: push.type must be liveactivity, not \(push.type.rawValue)")
+            let problem = "Live Activity updates to channels: push.type must be liveactivity, not \(push.type.rawValue)"
+            if !pushMap.has("broadcast"), let a = audienceMap { throw a.error("channel_field", "makes a broadcast, which sends \(problem)") }
+            throw pushMap.error("broadcast", "sends \(problem)")
         }
         switch (broadcast.channels.isEmpty, audience) {
         case (false, .some):
@@ -49,6 +51,9 @@ extension Context {
         }
         if case .fixed = push.collapseId {
             throw pushMap.error("collapse_id", "does not apply to a broadcast: APNs broadcast requests take no apns-collapse-id")
+        }
+        if audience?.registeredAtField != nil, let a = audienceMap {
+            throw a.error("registered_at_field", "does not apply to a broadcast: it is for the suppression list of dead device tokens")
         }
         if hasSchedule {
             throw top.error("schedule", "does not apply to a broadcast: a channel has no local time (its subscribers are everywhere)")

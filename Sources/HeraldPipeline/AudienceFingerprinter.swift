@@ -42,6 +42,15 @@ enum AudienceFingerprinter {
         return AudienceFingerprint(name: file.name, path: file.path, size: Int64(st.st_size), mtime: mtime, sha256: digest)
     }
 
+    /// `push.broadcast.channels` as one more input: a list edited under an unfinished run is read
+    /// again like a changed audience file (channels already sent are not sent again).
+    static func listedChannels(of spec: JobSpec) -> AudienceFingerprint? {
+        guard let channels = spec.push.broadcast?.channels, !channels.isEmpty else { return nil }
+        let text = Array(channels.map(\.id).joined(separator: "\n").utf8)
+        let digest = SHA256.hash(data: text).map { String(format: "%02x", $0) }.joined()
+        return AudienceFingerprint(name: "push.broadcast.channels", path: spec.jobFile, size: Int64(text.count), mtime: 0, sha256: digest)
+    }
+
     /// One line per difference, for the operator: what changed since the run first read its audience.
     static func differences(old: [AudienceFingerprint], new: [AudienceFingerprint]) -> [String] {
         var out: [String] = []

@@ -10,7 +10,7 @@ extension CampaignRunner {
     /// rerun after a crash neither reads them twice nor misses one.
     func ingestListedChannels(into state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String) throws(RunFailure) {
         guard let channels = spec.push.broadcast?.channels, !channels.isEmpty else { return }
-        if run.ingestedFile < 1 {
+        if run.ingestedFile < 1 {   // -1 before the first reading, and after the list changed (a new pass)
             let apnsIds = APNsIdGenerator(seed: apnsIdSeed)
             var batch = IngestBatch()
             for record in ListedChannels.records(of: spec) {

@@ -13,7 +13,8 @@ extension CampaignRunner {
     /// pass if they changed (identity is the token: a token already sent is never sent again; new
     /// recipients are added, vanished undecided ones are not sent). Returns the run as it now is.
     func prepareAudience(state: RunState, run: RunInfo) throws(RunFailure) -> RunInfo {
-        let current = try AudienceFingerprinter.fingerprints(of: spec.audience.files)
+        var current = try AudienceFingerprinter.fingerprints(of: spec.audience.files)
+        if let listed = AudienceFingerprinter.listedChannels(of: spec) { current.append(listed) }
         let recorded = try Self.wrap(.preparing) { () throws(StateError) in try state.audienceFiles() }
         if recorded.isEmpty {
             try Self.wrap(.preparing) { () throws(StateError) in try state.recordAudienceFiles(current) }

@@ -22,13 +22,10 @@ extension CampaignRunner {
                  reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
         defer { target.shutdown() }
-        let sender: any PushSending
-        if spec.isBroadcast {
-            sender = BroadcastSender(settings: target.settings, bundleId: headers.bundleId, connections: spec.apns.connections, token: target.token)
-        } else {
-            sender = try Self.wrap(.preparing) { () throws(DeliveryError) in
-                try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
-            }
+        let sender = try Self.wrap(.preparing) { () throws(DeliveryError) -> any PushSending in
+            spec.isBroadcast
+                ? try BroadcastSender(settings: target.settings, bundleId: headers.bundleId, connections: spec.apns.connections, token: target.token)
+                : try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
         }
         operations.startSending(state)
         return try send(from: state, headers: headers, sender: sender, reading: reading)

@@ -94,7 +94,8 @@ extension CampaignRunner {
         if adopted.recipients + adopted.duplicates > 0 {
             logger.info("\(adopted.recipients) recipient(s) and \(adopted.duplicates) duplicate(s) taken over from rows an earlier run read first")
         }
-        let suppression = try suppressionLookup(topic: topic)
+        // Apple's 410s name dead device tokens; a broadcast's channels are never on that list.
+        let suppression = spec.isBroadcast ? nil : try suppressionLookup(topic: topic)
         try suppressUnattempted(state: state, lookup: suppression)
         let invalid = try Self.wrap(.preparing) { () throws(StateError) in try state.invalidRowCount() }
         let reading = SendWhileReading(rows: run.rows, invalid: invalid, limit: spec.audience.maxInvalidRows,

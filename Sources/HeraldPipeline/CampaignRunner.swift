@@ -95,6 +95,12 @@ public final class CampaignRunner {
             run = try Self.wrap(.preparing) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started, broadcast: spec.isBroadcast)
             }
+            if run.disposition == .resumed && run.broadcast != spec.isBroadcast {
+                // A channel id would go out as a device token's path, or a token as apns-channel-id.
+                let was = run.broadcast ? "a broadcast to channels" : "device pushes", now = spec.isBroadcast ? "a broadcast" : "device pushes"
+                throw RunFailure(.usage, "\(spec.jobFile): the unfinished run \(run.runId) of campaign \(run.campaign) sends \(was), and this job "
+                                 + "now sends \(now): restore the job to finish that run, or give the new one its own state file (state:)")
+            }
             // Before anything is recorded: every outcome from here on has its event.
             try Self.wrap(.preparing) { () throws(StateError) in try events?.start() }
         } catch {

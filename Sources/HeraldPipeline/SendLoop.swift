@@ -49,7 +49,7 @@ final class SendLoop {
     private var firstTry: [Int64: Date] = [:]
     private var breaker = CircuitBreaker()
     private var adaptive: AdaptiveConcurrency
-    private var guardian = EnvironmentGuard()
+    private var guardian: EnvironmentGuard
     private var lastFailureEvent: [Int: Int] = [:]
     private var abort: OutcomeDecision.Abort?
     /// A TLS trust failure: nothing can be sent until the configuration is fixed.
@@ -81,6 +81,7 @@ final class SendLoop {
         // (docs/benchmarks.md has the figures).
         claimChunk = max(1, window / 2)
         adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
+        guardian = EnvironmentGuard(broadcast: spec.isBroadcast)
     }
 
     private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || gate.deadlinePassed || stopRequested() }
@@ -229,7 +230,7 @@ final class SendLoop {
             toRecord.append(outcome)
         case .failed(let outcome, let reason):
             firstTry.removeValue(forKey: seq)
-            if EnvironmentGuard.isMismatch(reason) {
+            if guardian.holds(reason) {
                 switch guardian.verdict {
                 case .undecided: held.append(outcome)
                 case .tripped: toRelease.append(seq)

@@ -142,8 +142,9 @@ public enum SummaryPage {
     static func audienceSection(_ s: Summary) -> String {
         var t = "<h2>Audience</h2>\n<table id=\"audience\">\n"
         t += "<tr><td>Rows read</td><td class=\"num\">\(num(s.rows))</td></tr>\n"
-        t += "<tr><td>Different devices (recipients)</td><td class=\"num\">\(num(s.distinct))</td></tr>\n"
-        t += "<tr><td>Repeated rows (same device again: sent once)</td><td class=\"num\">\(num(s.duplicates))</td></tr>\n"
+        let unit = s.broadcastChannels == nil ? "device" : "channel"
+        t += "<tr><td>Different \(unit)s (recipients)</td><td class=\"num\">\(num(s.distinct))</td></tr>\n"
+        t += "<tr><td>Repeated rows (same \(unit) again: sent once)</td><td class=\"num\">\(num(s.duplicates))</td></tr>\n"
         t += "<tr><td>Unusable rows (listed in invalid.csv)</td><td class=\"num\" id=\"total-invalid\">\(num(s.invalid))</td></tr>\n"
         for (reason, n) in s.invalidByReason.sorted(by: { $0.key < $1.key }) {
             t += "<tr><td class=\"muted\">&nbsp;&nbsp;\(esc(reason.replacingOccurrences(of: "_", with: " ")))</td><td class=\"num muted\">\(num(n))</td></tr>\n"

@@ -34,7 +34,7 @@ enum Output {
         var lines: [String] = []
         if let s = report.summary {
             lines.append("campaign  \(s.campaign)  (run \(s.runId))")
-            lines.append("audience  \(number(s.rows)) rows: \(number(s.distinct)) recipients, \(number(s.duplicates)) duplicate rows, \(number(s.invalid)) invalid rows")
+            lines.append("audience  \(number(s.rows)) rows: \(number(s.distinct)) \(s.broadcastChannels == nil ? "recipients" : "channels"), \(number(s.duplicates)) duplicate rows, \(number(s.invalid)) invalid rows")
             lines.append("delivery  " + RecipientStatus.allCases.map { "\(number(s.count($0))) \($0.rawValue)" }.joined(separator: ", "))
             if !s.byReason.isEmpty {
                 lines.append("reasons   " + s.byReason.sorted { $0.value > $1.value }.prefix(6).map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))

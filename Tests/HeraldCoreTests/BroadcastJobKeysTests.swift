@@ -74,6 +74,10 @@ import Testing
             ("campaign: c\n\(audience)\n\(apns)\npush: { type: liveactivity, \(Self.update) }\nthrottle:\n  frequency_cap: { category: c, limits: [{ max: 1, per: 1h }] }", 6,
              "throttle.frequency_cap does not apply to a broadcast"),
             ("campaign: c\n\(apns)\npush: { type: liveactivity, \(Self.update) }", nil, "audience is required"),
+            ("campaign: c\n\(audience)\n\(apns)\npush: { \(Self.update) }", 2,
+             "audience.channel_field makes a broadcast, which sends Live Activity updates to channels: push.type must be liveactivity, not alert"),
+            ("campaign: c\naudience: { files: [../data/channels.csv], channel_field: channel, registered_at_field: r }\n\(apns)\npush: { type: liveactivity, \(Self.update) }", 2,
+             "audience.registered_at_field does not apply to a broadcast"),
         ]
         for (text, line, message) in cases {
             let e = try #require(refusal(text), "refused: \(message)")

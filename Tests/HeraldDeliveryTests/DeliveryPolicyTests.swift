@@ -85,6 +85,20 @@ struct DeliveryPolicyTests {
         #expect(smallBad.finish() == .tripped)
     }
 
+    /// A broadcast's mix-up is ChannelNotRegistered, and a handful of channels is enough to call it.
+    @Test func aBroadcastGuardHoldsChannelNotRegisteredAndDecidesOnFewChannels() {
+        var g = EnvironmentGuard(broadcast: true)
+        #expect(g.holds("ChannelNotRegistered") && !g.holds("BadDeviceToken"))
+        #expect(!EnvironmentGuard().holds("ChannelNotRegistered") && EnvironmentGuard().holds("BadDeviceToken"))
+        _ = g.record(status: 400, reason: "ChannelNotRegistered")
+        _ = g.record(status: 400, reason: "ChannelNotRegistered")
+        _ = g.record(status: 200, reason: nil)
+        #expect(g.finish() == .tripped && g.message.hasPrefix("2 of the first 3 channels answered ChannelNotRegistered"))
+        var deleted = EnvironmentGuard(broadcast: true)
+        for i in 0..<25 { _ = deleted.record(status: i < 2 ? 400 : 200, reason: i < 2 ? "ChannelNotRegistered" : nil) }
+        #expect(deleted.finish() == .passed, "two deleted channels of 25 fail on their own")
+    }
+
     @Test func anExpiredTokenIsResignedOnceHoweverManyStreamsReportIt() throws {
         let key = TestKey()
         let token = try ProviderToken(privateKeyPEM: key.privateKeyPEM, source: "test", teamId: TestKey.teamId, keyId: TestKey.keyId)

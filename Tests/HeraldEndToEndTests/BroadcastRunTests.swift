@@ -191,7 +191,7 @@ import Glibc
             reports: ../reports-listed
             """)
         let r = try herald(["run", job])
-        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.status == 0 && r.stdout.contains("audience  6 rows: 6 channels,"), "\(r.stdout)\(r.stderr)")
         let sends = try Self.broadcasts(dir.file("out/listed.ndjson"))
         var sent: [String: [String]] = [:]
         for s in sends {
@@ -221,5 +221,65 @@ import Glibc
         let shipped = try dir.write("example/jobs/live-broadcast.yaml", try String(contentsOf: root.appendingPathComponent("jobs/live-broadcast.yaml"), encoding: .utf8))
         let example = try herald(["run", shipped])
         #expect(example.status == 0 && example.stdout.contains("3 sent"), "\(example.stdout)\(example.stderr)")
+    }
+    /// Channels that mostly do not exist (of the other environment, or deleted) stop the campaign
+    /// (exit 3) with the channels put back to pending, instead of failing them for good.
+    @Test func aBroadcastToChannelsThatDoNotExistStopsAndKeepsThemPending() throws {
+        let sim = try startSim([])
+        defer { kill(sim.process.pid, SIGTERM); sim.process.process.waitUntilExit() }
+        let job = try dir.write("jobs/elsewhere.yaml", """
+            campaign: elsewhere
+            \(try apns(sim, connections: 1))
+            push:
+              type: liveactivity
+              broadcast: { channels: [bWF0Y2gtNDI=, bWF0Y2gtNDM=, bWF0Y2gtNDQ=] }
+              template: { aps: { event: update, timestamp: auto, content-state: {} } }
+            reports: ../reports-elsewhere
+            """)
+        let r = try herald(["run", job])
+        #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("3 of the first 3 channels answered ChannelNotRegistered"), "\(r.stderr)")
+        let rows = try ReportCheck.csv(dir.file("reports-elsewhere/deliveries.csv"))
+        #expect(rows.count == 3 && rows.allSatisfy { $0["status"] == "pending" }, "\(rows)")
+        #expect(try Self.broadcasts(sim.log).count == 3)
+    }
+
+    /// A resumed run keeps what it was: a job edited between device pushes and a broadcast is
+    /// refused (exit 2) before anything is sent; and a listed channel added to or removed from an
+    /// unfinished broadcast is read again like a changed audience file.
+    @Test func aResumedRunKeepsItsShapeAndReadsAnEditedChannelListAgain() throws {
+        func write(_ channels: [String], p503: String, type: String = "broadcast") throws -> String {
+            let push = type == "broadcast"
+                ? "push:\n  type: liveactivity\n  broadcast: { channels: [\(channels.joined(separator: ", "))] }\n  template: { aps: { event: update, timestamp: auto, content-state: {} } }"
+                : "audience: { files: [../data/tokens.csv] }\npush: { template: { aps: { alert: hi } } }"
+            return try dir.write("jobs/edited.yaml", """
+                campaign: edited
+                apns:
+                  endpoint: simulator
+                  topic: \(Self.bundle)
+                  simulator: { log: ../out/edited.ndjson, p503: \(p503) }
+                retry: { max_attempts: 1 }
+                reports: ../reports-edited
+                \(push)
+                """)
+        }
+        var r = try herald(["run", try write(["bWF0Y2gtNDI=", "bWF0Y2gtNDM="], p503: "1.0")])
+        #expect(r.status == 4, "every channel answered 503 once: rerun to resume. \(r.stdout)\(r.stderr)")
+
+        try dir.write("data/tokens.csv", "token\n" + String(repeating: "ab", count: 32) + "\n")
+        r = try herald(["run", try write([], p503: "0", type: "device")])
+        #expect(r.status == 2 && r.stderr.contains("sends a broadcast to channels, and this job now sends device pushes"), "\(r.stderr)")
+
+        r = try herald(["run", try write(["bWF0Y2gtNDM=", "bWF0Y2gtNDQ="], p503: "0")])
+        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("push.broadcast.channels: content changed"), "\(r.stderr)")
+        var sent: [String: Int] = [:]
+        for s in try Self.broadcasts(dir.file("out/edited.ndjson")) where s["status"] as? Int == 200 {
+            sent[(s["headers"] as? [String: String])?["apns-channel-id"] ?? "", default: 0] += 1
+        }
+        #expect(sent == ["bWF0Y2gtNDM=": 1, "bWF0Y2gtNDQ=": 1], "the channel taken off the list is not sent: \(sent)")
+        let rows = try ReportCheck.csv(dir.file("reports-edited/deliveries.csv"))
+        #expect(Dictionary(uniqueKeysWithValues: rows.map { ($0["channel_id"]!, $0["status"]! + "/" + $0["reason"]!) })
+                == ["bWF0Y2gtNDI=": "suppressed/vanished_from_audience", "bWF0Y2gtNDM=": "sent/", "bWF0Y2gtNDQ=": "sent/"], "\(rows)")
     }
 }
