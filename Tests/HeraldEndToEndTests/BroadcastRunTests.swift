@@ -91,11 +91,7 @@ import Glibc
             push:
               type: liveactivity
               priority: 10
-              template:
-                aps:
-                  event: update
-                  timestamp: auto
-                  content-state: { match: "{{match:int}}", home: 1, away: 0 }
+              template: { aps: { event: update, timestamp: auto, content-state: { match: "{{match:int}}", home: 1, away: 0 } } }
             retry: { max_attempts: 40 }
             reports: ../reports
             """)
