@@ -120,7 +120,9 @@ struct CSVRows {
             let detail = scanner.withField(badColumn, in: p) { UTF8Text.problem($0) }
             return .invalid(InvalidRow(location: location, reason: .badUTF8, field: header.columns[badColumn], detail: detail))
         }
-        let token = scanner.withField(tokenColumn, in: p) { TokenCheck.token($0, channel: mapping.channel) }
+        // Device tokens keep their own closure: the reader's hottest call, specialized for it alone.
+        let token = mapping.channel ? scanner.withField(tokenColumn, in: p) { TokenCheck.channelId(String(decoding: $0, as: UTF8.self)) }
+            : scanner.withField(tokenColumn, in: p) { TokenCheck.token($0) }
         var carried = FieldMapping.Carried()
         if let idColumn { carried.recipientId = scanner.withField(idColumn, in: p) { Self.text($0) } }
         if let registeredAtColumn { carried.registeredAt = scanner.withField(registeredAtColumn, in: p) { Self.text($0) }.map(FieldValue.string) }

@@ -4,12 +4,6 @@ internal import HeraldCore
 /// not a token → invalid_token with `DeviceToken.Problem`'s message. A broadcast audience's rows
 /// name channels instead (`audience.channel_field`): missing_channel_id, invalid_channel_id.
 enum TokenCheck {
-    /// A field's bytes as a token, or as a channel id where the rows name channels.
-    @inline(__always)
-    static func token(_ bytes: UnsafeBufferPointer<UInt8>, channel: Bool) -> Result<DeviceToken, DeviceToken.Problem> {
-        channel ? channelId(String(decoding: bytes, as: UTF8.self)) : token(bytes)
-    }
-
     /// A channel id as written (surrounding spaces dropped): base64, as APNs returns it.
     static func channelId(_ raw: String) -> Result<DeviceToken, DeviceToken.Problem> {
         let text = raw.trimmingSpaces()

@@ -66,21 +66,7 @@ public struct AudienceScan {
                                                  compressed: reader.isCompressed, format: reader.detectedFormat)
             var untilProgress = progressEvery
             while let event = try CampaignRunner.wrap(.preparing, { () throws(AudienceError) in try reader.next() }) {
-                switch consume event {   // not a copy: a record is a dozen references to retain
-                case .invalid(let row):
-                    result.countInvalid(row)
-                    counts.invalid += 1
-                case .record(let record):
-                    if case .invalid(let row)? = renderer?.render(record) {
-                        result.countInvalid(row)
-                        counts.invalid += 1
-                    } else {
-                        if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
-                        result.valid += 1
-                        counts.valid += 1
-                    }
-                }
-                result.rows += 1
+                if try count(consume event, into: &result, tokens: tokens) { counts.valid += 1 } else { counts.invalid += 1 }
                 counts.rows += 1
                 untilProgress -= 1
                 if untilProgress == 0 {
@@ -94,17 +80,30 @@ public struct AudienceScan {
             bytesBefore += reader.compressedBytesRead
             result.files.append(counts)
         }
-        for record in listed {
-            if case .invalid(let row)? = renderer?.render(record) { result.countInvalid(row) } else {
-                if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
-                result.valid += 1
-            }
-            result.rows += 1
-        }
+        for record in listed { _ = try count(.record(record), into: &result, tokens: tokens) }
         if let tokens { result.distinct = try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.count() } }
         result.seconds = Self.seconds(ContinuousClock.now - started)
         progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore, totalBytes: totalBytes))
         return result
+    }
+
+    /// Counts one row (rendered, its token counted once); true when it is valid.
+    @inline(__always)
+    private func count(_ event: consuming AudienceEvent, into result: inout AudienceScanResult, tokens: DistinctTokenCounter?) throws(RunFailure) -> Bool {
+        result.rows += 1
+        switch consume event {   // not a copy: a record is a dozen references to retain
+        case .invalid(let row):
+            result.countInvalid(row)
+            return false
+        case .record(let record):
+            if case .invalid(let row)? = renderer?.render(record) {
+                result.countInvalid(row)
+                return false
+            }
+            if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
+            result.valid += 1
+            return true
+        }
     }
 
     private static func totalBytes(_ files: [AudienceFile]) -> Int {

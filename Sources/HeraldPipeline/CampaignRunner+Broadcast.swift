@@ -13,16 +13,7 @@ extension CampaignRunner {
         if run.ingestedFile < 1 {   // -1 before the first reading, and after the list changed (a new pass)
             let apnsIds = APNsIdGenerator(seed: apnsIdSeed)
             var batch = IngestBatch()
-            for record in ListedChannels.records(of: spec) {
-                guard operations.owns(.record(record)) else { continue }   // --shard: another shard's channel
-                batch.rows += 1
-                switch renderer.render(record) {
-                case .invalid(let row): batch.invalid.append(row)
-                case .recipient(let payload, let headers, _, _):
-                    batch.recipients.append(IngestBatch.Recipient(token: record.token, location: record.location, recipientId: "", payload: payload,
-                                                                  apnsId: apnsIds.id(for: record.token), headers: headers))
-                }
-            }
+            for record in ListedChannels.records(of: spec) { accept(.record(record), into: &batch, renderer: renderer, apnsIds: apnsIds) }
             batch.checkpointFile = 1
             batch.checkpointLine = 0
             let recorded = batch

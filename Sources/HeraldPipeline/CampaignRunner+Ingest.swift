@@ -76,7 +76,8 @@ extension CampaignRunner {
         logger.info("audience read: \(total) rows this pass")
     }
 
-    private func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderer, apnsIds: APNsIdGenerator) {
+    /// One audience event into the batch: its shard's, rendered, a recipient or an invalid row.
+    func accept(_ event: AudienceEvent, into batch: inout IngestBatch, renderer: RecipientRenderer, apnsIds: APNsIdGenerator) {
         guard operations.owns(event) else { return }   // --shard: another shard's row
         batch.rows += 1
         switch event {
