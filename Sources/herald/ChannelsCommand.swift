@@ -19,7 +19,8 @@ struct ChannelsCommand: ParsableCommand {
             --management-port). Exit codes as for `herald run`: 0 done; 2 usage, configuration, \
             or a request APNs cannot do as given (an unknown channel id); 3 a fatal APNs answer \
             (key, bundle id, broadcast capability, the app's channel limit); 4 no answer, 429 or \
-            5xx: try again.
+            5xx: try again. To send to the channels, run a broadcast campaign: push.broadcast.channels, \
+            or an audience with audience.channel_field (docs/live-activities.md).
             """,
         subcommands: [Create.self, List.self, Show.self, Delete.self]
     )

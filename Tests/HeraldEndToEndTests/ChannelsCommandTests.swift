@@ -131,7 +131,7 @@ import Glibc
     @Test func helpNamesEverySubcommand() throws {
         let r = try herald(["channels", "--help"])
         #expect(r.status == 0)
-        for word in ["create", "list", "show", "delete", "channels_endpoint", "Exit codes"] { #expect(r.stdout.contains(word), "\(word)") }
+        for word in ["create", "list", "show", "delete", "channels_endpoint", "Exit codes", "audience.channel_field"] { #expect(r.stdout.contains(word), "\(word)") }
         let create = try herald(["channels", "create", "--help"])
         #expect(create.stdout.contains("--storage-policy") && create.stdout.contains("--json") && create.stdout.contains("--channels-endpoint"))
     }
