@@ -22,6 +22,8 @@ public final class PayloadRenderer: Sendable {
     private let oversize: OversizePolicy
     /// The payload limit of the push type: 4096 bytes, 5120 for VoIP and broadcasts.
     public let limit: Int
+    /// A Live Activity push: its `content-state` has the device's own limit (`ContentStateSize`).
+    private let liveActivity: Bool
 
     /// Validates and compiles `push.template` and every `push.locales` variant, and checks the
     /// push type against the priority. Throws the first problem found; the caller exits with status 2.
@@ -36,6 +38,7 @@ public final class PayloadRenderer: Sendable {
         let limit = self.limit, broadcast = push.broadcast != nil
         missingField = push.missingField
         oversize = push.oversize
+        liveActivity = push.type == .liveactivity
         defaultTemplate = try Self.prepare(push.template, source: "push.template", type: push.type, limit: limit, broadcast: broadcast)
         var variants: [CompiledTemplate] = []
         var index: [String: Int] = [:]
@@ -148,6 +151,10 @@ public final class PayloadRenderer: Sendable {
             }
         }
         if let problem { return problem }
+        if liveActivity, let n = ContentStateSize.bytes(out), n > ContentStateSize.deviceLimit {
+            return .failure(reason: .payloadTooLarge, field: "", detail: "aps.content-state is \(n) bytes; a Live Activity's content state can't "
+                            + "exceed \(ContentStateSize.deviceLimit) on the device (APNs would accept it, the device would drop the update)")
+        }
         if out.count <= limit { return .payload }
         let tooLarge = "payload is \(out.count) bytes; the limit is \(limit)"
         guard oversize == .truncateBody else {

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldCore
-import HeraldPayload
+@testable import HeraldPayload
 import Testing
 
 /// Rules that tie the payload to the push type (silent pushes, Live Activities, widgets) and the
@@ -160,10 +160,11 @@ import Testing
 
     /// A broadcast (`push.broadcast`): Apple's 5 KB, and an update or an end, never a start.
     @Test func aBroadcastTakesFiveKilobytesAndCannotStartAnActivity() throws {
-        var push = Fixture.push(#"{"aps":{"event":"update","timestamp":1,"content-state":{"blob":"{{blob}}"}}}"#, type: .liveactivity)
+        // The blob beside the content state: that alone has the device's 4 KB (the next test).
+        var push = Fixture.push(#"{"aps":{"event":"update","timestamp":1,"content-state":{}},"blob":"{{blob}}"}"#, type: .liveactivity)
         push.broadcast = BroadcastSpec()
         let broadcast = try PayloadRenderer(push: push)
-        let overhead = #"{"aps":{"event":"update","timestamp":1,"content-state":{"blob":""}}}"#.utf8.count
+        let overhead = #"{"aps":{"event":"update","timestamp":1,"content-state":{}},"blob":""}"#.utf8.count
         let fits = try #require(Fixture.bytes(broadcast.render(Fixture.strings(["blob": String(repeating: "v", count: 5120 - overhead)]), locale: nil)))
         #expect(fits.count == 5120)
         #expect(Fixture.text(broadcast.render(Fixture.strings(["blob": String(repeating: "v", count: 5121 - overhead)]), locale: nil))
@@ -176,6 +177,22 @@ import Testing
         #expect(Fixture.templateError(start) == nil)
         start.broadcast = BroadcastSpec()
         #expect(Fixture.templateError(start)?.contains("a broadcast updates or ends the activities subscribed to its channel; it cannot start one") == true)
+    }
+
+    /// The device's limit on a Live Activity's content state (4 KB), whatever APNs' payload limit.
+    @Test func aLiveActivityContentStateOverFourKilobytesIsRefused() throws {
+        var push = Fixture.push(#"{"aps":{"event":"update","timestamp":1,"content-state":{"blob":"{{blob}}","n":[1,{"k":"}"}]}},"x":{"content-state":"{{other}}"}}"#,
+                                type: .liveactivity)
+        push.broadcast = BroadcastSpec()
+        let renderer = try PayloadRenderer(push: push)
+        let around = #"{"blob":"","n":[1,{"k":"}"}]}"#.utf8.count
+        let fits = renderer.render(Fixture.strings(["blob": String(repeating: "v", count: 4096 - around), "other": String(repeating: "o", count: 600)]),
+                                   locale: nil)
+        #expect(Fixture.bytes(fits) != nil, "exactly 4096 bytes of content state; a content-state key outside aps does not count")
+        #expect(Fixture.text(renderer.render(Fixture.strings(["blob": String(repeating: "v", count: 4097 - around), "other": "o"]), locale: nil))
+                .contains("payload_too_large, , aps.content-state is 4097 bytes; a Live Activity's content state can't exceed 4096"))
+        #expect(ContentStateSize.bytes(Array(#"{"aps":{"alert":"a"}}"#.utf8)) == nil)
+        #expect(ContentStateSize.bytes(Array(#"{"aps":{"event":"end","content-state":"a\"b","timestamp":1}}"#.utf8)) == 6)
     }
 
     @Test func renderingIntoAReusedBufferMatches() throws {
