@@ -96,13 +96,12 @@ struct Context {
         if parsedAudience?.channelField != nil && push.broadcast == nil { push.broadcast = BroadcastSpec() }
         if case .failure(let problem) = push.type.topic(for: apns.topic) { throw apnsMap.error("topic", problem.description) }
         var throttle = ThrottleSpec()
-        var throttleMap = try top.mapping("throttle")
-        if var t = throttleMap { throttle = try parseThrottle(&t); throttleMap = t }
+        let throttleMap = try top.mapping("throttle")
+        if var t = throttleMap { throttle = try parseThrottle(&t) }
         try checkBroadcast(push: push, audience: parsedAudience, audienceMap: audienceMap, pushMap: pushMap, throttle: throttle,
                            throttleMap: throttleMap, hasSchedule: top.has("schedule"), top: top)
-        guard let audience = parsedAudience ?? (push.broadcast != nil ? AudienceSpec(files: []) : nil) else {
-            throw JobError(file: file, line: nil, "audience is required")
-        }
+        // Without an audience section this is a broadcast that lists its channels (checked above).
+        let audience = parsedAudience ?? AudienceSpec(files: [])
         var retry = RetrySpec()
         if var r = try top.mapping("retry") {
             retry.maxAttempts = try r.int("max_attempts", range: 1...100) ?? retry.maxAttempts
