@@ -31,6 +31,9 @@ let package = Package(
         // it sends on every closed stream, hands a request's APNs header fields and body to nghttp2
         // without its formatting, and writes a request's frames to TLS in one record.
         .target(name: "CCurlNghttp2"),
+        // One HTTP/2 client connection on nghttp2 and OpenSSL, under the nghttp2 delivery engine
+        // (apns.engine: nghttp2; connection.c says why it exists).
+        .target(name: "CHTTP2Client", linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         .target(name: "HeraldCore"),
         // Instrumentation that only tests switch on (HERALD_TEST_STALL_AT): inert otherwise, and
@@ -44,7 +47,7 @@ let package = Package(
         .target(name: "HeraldState", dependencies: [
             "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlNghttp2"]),
+        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlNghttp2", "CHTTP2Client"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "HeraldTestHooks", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",
@@ -89,6 +92,7 @@ let package = Package(
         .testTarget(name: "HeraldDeliveryTests", dependencies: [
             "HeraldDelivery", "HeraldSimulator", "HeraldTestSupport",
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"),
         ]),
         .testTarget(name: "HeraldSimulatorTests", dependencies: [
             "HeraldSimulator", "HeraldDelivery", "HeraldCore", "HeraldJob", "HeraldTestSupport",

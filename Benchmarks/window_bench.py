@@ -6,7 +6,8 @@ latency, and a sender needs many streams in flight. This starts the nginx stand-
 push LATENCY_MS (50) after its body was read (start.sh --latency-ms), then for each window
 (1x200, 1x1000, 4x1000, 8x1000 by default; WINDOWS="1x1000 4x1000" to choose) runs release
 `herald run` end to end on a WINDOW_ROWS (200000) campaign under GNU time, and h2load with the
-same connections x streams on the same request shape. It prints, per window: herald's rate,
+same connections x streams on the same request shape (HERALD_ENGINE=nghttp2: herald's job uses
+apns.engine: nghttp2, figures in window-nghttp2.json). It prints, per window: herald's rate,
 h2load's, their ratio, the theoretical connections x streams / latency, and herald's peak RSS;
 and writes bench-out/window.json.
 
@@ -24,6 +25,9 @@ def main():
         print("window bench skipped: needs nginx-light and nghttp2-client (apt-get install -y nginx-light nghttp2-client)")
         return
     rows = int(os.environ.get("WINDOW_ROWS", "200000"))
+    # apns.engine of herald's job (HERALD_ENGINE, read by standin_bench.write_job); figures go to
+    # window.json for the default, window-<engine>.json otherwise.
+    engine = os.environ.get("HERALD_ENGINE") or "libcurl"
     latency = int(os.environ.get("LATENCY_MS", "50"))
     windows = [tuple(int(x) for x in w.split("x")) for w in os.environ.get("WINDOWS", "1x200 1x1000 4x1000 8x1000").split()]
     for d in ("jobs", "state", "reports", "data"):
@@ -51,22 +55,23 @@ def main():
             h = sb.run_herald(herald, job, name)
             peer = sb.run_h2load(si, jwt, payload, uris, min(rows, 200000), connections, streams)
             ceiling = connections * streams * 1000 / latency
-            row = {"window": f"{connections}x{streams}", "latency_ms": latency, "herald": h, "h2load": peer,
+            row = {"window": f"{connections}x{streams}", "engine": engine, "latency_ms": latency, "herald": h, "h2load": peer,
                    "theoretical_rate": ceiling}
             if "rate" in h and "rate" in peer:
                 row["herald_over_h2load"] = round(h["rate"] / peer["rate"], 2)
             if "rate" in h:
                 row["herald_over_theoretical"] = round(h["rate"] / ceiling, 2)
             results.append(row)
-            sb.log(f"{connections}x{streams} at {latency} ms: herald {h.get('rate', h.get('error'))}/s "
+            sb.log(f"{connections}x{streams} at {latency} ms, engine {engine}: herald {h.get('rate', h.get('error'))}/s "
                    f"(peak RSS {h.get('peak_rss_mib')} MiB), h2load {peer.get('rate', peer.get('error'))}/s, "
                    f"theoretical {ceiling:,.0f}/s")
     finally:
         si.stop()
     os.makedirs(sb.OUT, exist_ok=True)
-    with open(os.path.join(sb.OUT, "window.json"), "w") as f:
+    name = f"window-{engine}.json" if engine != "libcurl" else "window.json"
+    with open(os.path.join(sb.OUT, name), "w") as f:
         json.dump(results, f, indent=2)
-    print(f"window bench: figures in {os.path.join(sb.OUT, 'window.json')}")
+    print(f"window bench: figures in {os.path.join(sb.OUT, name)}")
 
 
 if __name__ == "__main__":

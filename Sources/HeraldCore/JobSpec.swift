@@ -130,6 +130,8 @@ public struct APNsSpec: Sendable {
     /// `apns.libcurl_shims`: whether herald's shims between libcurl and nghttp2 may carry the
     /// requests (where the loaded versions were verified); off sends through plain libcurl.
     public var libcurlShims = LibcurlShimsSetting.on
+    /// `apns.engine`: which HTTP/2 client carries device pushes.
+    public var engine = DeliveryEngine.libcurl
     /// `apns.channels_endpoint`: where broadcast channels are managed, for a custom `endpoint`
     /// (`herald sim --management-port`); nil: Apple's host for `endpoint`.
     public var channelsEndpoint: String?
@@ -142,6 +144,12 @@ public struct APNsSpec: Sendable {
 
 public enum LibcurlShimsSetting: String, Sendable, CaseIterable {
     case on, off
+}
+
+/// `apns.engine`: libcurl's multi interface (one easy handle per stream in flight), or herald's
+/// own connection on nghttp2 and OpenSSL (a few hundred bytes per stream; no proxy).
+public enum DeliveryEngine: String, Sendable, CaseIterable {
+    case libcurl, nghttp2
 }
 
 public enum MissingFieldPolicy: String, Sendable, CaseIterable {

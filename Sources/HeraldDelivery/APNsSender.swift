@@ -3,8 +3,9 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// The sending engine: `connections` HTTP/2 connections, each a libcurl multi handle on its own
-/// Dispatch queue (thread), fed from one shared queue and answering through another. The caller
+/// The sending engine: `connections` HTTP/2 connections, each on its own Dispatch queue (thread):
+/// a libcurl multi handle (`ConnectionWorker`), or with `engine: .nghttp2` herald's own
+/// connection on nghttp2 (`Nghttp2Worker`); fed from one shared queue and answering through another. The caller
 /// (the campaign runner's thread, which alone touches the state file) submits jobs it has already
 /// committed as in flight and takes results back; it bounds how many are outstanding, so memory
 /// does not grow with the audience.
@@ -14,19 +15,34 @@ import Synchronization
 public final class APNsSender: @unchecked Sendable {
     // @unchecked: the workers are touched only by their own queues; everything else is Sendable.
     private let shared: EngineShared
-    private let workers: [ConnectionWorker]
+    private let workers: [any SenderThread]
     private let group = DispatchGroup()
     private let stopped = Atomic<Bool>(false)
     public let token: ProviderToken?
     public let streamsPerConnection: Int
 
-    public init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?) throws(DeliveryError) {
-        guard CurlGlobal.initialised else { throw .curl(operation: "curl_global_init", code: -1, message: "libcurl could not be initialised") }
-        // Before the first connection; `herald run` has decided already, with the job's setting.
-        LibcurlShims.engage(environment: ProcessInfo.processInfo.environment)
+    public init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?,
+                engine: DeliveryEngine = .libcurl) throws(DeliveryError) {
         shared = EngineShared(streams: max(1, settings.maxStreams), token: token)
-        var ws: [ConnectionWorker] = []
-        for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }
+        var ws: [any SenderThread] = []
+        switch engine {
+        case .libcurl:
+            guard CurlGlobal.initialised else { throw .curl(operation: "curl_global_init", code: -1, message: "libcurl could not be initialised") }
+            // Before the first connection; `herald run` has decided already, with the job's setting.
+            LibcurlShims.engage(environment: ProcessInfo.processInfo.environment)
+            for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }
+        case .nghttp2:
+            if let proxy = settings.proxy, proxy.url != nil {
+                throw .engine("it connects to APNs directly and cannot go through \(proxy); use engine: libcurl")
+            }
+            if settings.proxy == nil && ProxySettings.environmentNamesAProxy,
+               !ProxySettings.environmentExempts(host: URL(string: settings.baseURL)?.host ?? "") {
+                throw .engine("the environment names a proxy (https_proxy or all_proxy) and nghttp2 connects directly; "
+                              + "unset it, list the APNs host in no_proxy, or use engine: libcurl")
+            }
+            let tls = try Nghttp2TLS(trust: settings.trust, identity: settings.identity)
+            for i in 0..<max(1, count) { ws.append(try Nghttp2Worker(id: i + 1, settings: settings, shared: shared, tls: tls)) }
+        }
         workers = ws
         self.token = token
         streamsPerConnection = max(1, settings.maxStreams)
@@ -105,3 +121,14 @@ public final class APNsSender: @unchecked Sendable {
         return out
     }
 }
+
+/// One connection's thread of the sender: a libcurl multi handle (`ConnectionWorker`) or an
+/// nghttp2 connection (`Nghttp2Worker`).
+protocol SenderThread: AnyObject, Sendable {
+    var id: Int { get }
+    var wake: WakePipe { get }
+    func run()
+}
+
+extension ConnectionWorker: SenderThread {}
+extension Nghttp2Worker: SenderThread {}

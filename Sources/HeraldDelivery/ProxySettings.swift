@@ -45,6 +45,21 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
         return v.pointee != 0
     }
 
+    /// Whether `no_proxy` (or `NO_PROXY`) exempts `host` from the environment's proxy, as libcurl
+    /// reads it (https://curl.se/libcurl/c/CURLOPT_NOPROXY.html): `*`, the host itself, or a
+    /// domain it is in (with or without a leading dot), comma-separated.
+    static func environmentExempts(host: String) -> Bool {
+        guard let raw = getenv("no_proxy") ?? getenv("NO_PROXY") else { return false }
+        let host = host.lowercased()
+        for item in String(cString: raw).split(separator: ",") {
+            var entry = item.trimmingCharacters(in: .whitespaces).lowercased()
+            if entry == "*" { return true }
+            if entry.hasPrefix(".") { entry.removeFirst() }
+            if !entry.isEmpty && (host == entry || host.hasSuffix("." + entry)) { return true }
+        }
+        return false
+    }
+
     /// Applies `settings` to a handle; nil is libcurl's default, the environment's proxy, which
     /// (when there is none) is spelt out as "direct" so libcurl stops looking for one per transfer.
     static func apply(_ settings: ProxySettings?, to handle: UnsafeMutableRawPointer) throws(DeliveryError) {

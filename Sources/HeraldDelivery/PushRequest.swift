@@ -40,8 +40,12 @@ extension PushOutcome {
 
     /// The server's certificate was not trusted (or ours not accepted): a configuration problem
     /// (`apns.ca_file`, the system trust store, the client certificate), not a network hiccup.
-    /// curl 58 local certificate, 60 peer verification, 77 CA file, 83 issuer check.
-    public var isTrustFailure: Bool { [58, 60, 77, 83].contains(curlCode ?? 0) }
+    /// curl 58 local certificate, 60 peer verification, 77 CA file, 83 issuer check; the nghttp2
+    /// engine's own ("TLS trust: …", CHTTP2Client).
+    public var isTrustFailure: Bool {
+        if case .transportFailure(let why) = self, why.hasPrefix("TLS trust: ") { return true }
+        return [58, 60, 77, 83].contains(curlCode ?? 0)
+    }
 }
 
 public struct PushResult: Sendable {

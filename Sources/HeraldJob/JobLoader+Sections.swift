@@ -115,6 +115,10 @@ extension Context {
             timeouts[key] = v
         }
         let shims = try m.choice("libcurl_shims", LibcurlShimsSetting.self)
+        let engine = try m.choice("engine", DeliveryEngine.self)
+        if engine == .nghttp2, proxy != nil {
+            throw m.error("engine", "is nghttp2, which connects to APNs directly and cannot go through apns.proxy; use engine: libcurl with a proxy")
+        }
         var channelsEndpoint = try m.string("channels_endpoint")
         if let o = overrides.channelsEndpoint { channelsEndpoint = o }
         if let text = channelsEndpoint {
@@ -124,7 +128,7 @@ extension Context {
             channelsEndpoint = text.hasSuffix("/") ? String(text.dropLast()) : text
         }
         try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
-                             "connect_timeout", "request_timeout", "idle_timeout", "libcurl_shims", "channels_endpoint"])
+                             "connect_timeout", "request_timeout", "idle_timeout", "libcurl_shims", "engine", "channels_endpoint"])
         var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
         spec.simulator = rules
         spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
@@ -133,6 +137,7 @@ extension Context {
         spec.certificate = certificate
         spec.proxy = proxy
         spec.libcurlShims = shims ?? .on
+        spec.engine = engine ?? .libcurl
         spec.channelsEndpoint = channelsEndpoint
         return spec
     }

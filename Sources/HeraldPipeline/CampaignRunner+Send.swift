@@ -25,7 +25,7 @@ extension CampaignRunner {
         let sender = try Self.wrap(.preparing) { () throws(DeliveryError) -> any PushSending in
             spec.isBroadcast
                 ? try BroadcastSender(settings: target.settings, bundleId: headers.bundleId, connections: spec.apns.connections, token: target.token)
-                : try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token)
+                : try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token, engine: spec.apns.engine)
         }
         operations.startSending(state)
         return try send(from: state, headers: headers, sender: sender, reading: reading)

@@ -47,6 +47,18 @@ import Testing
         #expect(error.message.contains("apns.libcurl_shims must be one of on, off, not \"maybe\""), "\(error)")
     }
 
+    @Test func theEngineIsLibcurlUnlessTheJobChoosesNghttp2() throws {
+        #expect(try load(apns: "", auth: true).apns.engine == .libcurl)
+        #expect(try load(apns: "  engine: nghttp2", auth: true).apns.engine == .nghttp2)
+        #expect(try load(apns: "  engine: libcurl", auth: true).apns.engine == .libcurl)
+        let unknown = try failure(apns: "  engine: nio", auth: true)
+        #expect(unknown.message.contains("apns.engine must be one of libcurl, nghttp2, not \"nio\""), "\(unknown)")
+        // The engine connects directly: a proxy with it is a mistake the job file shows at once.
+        let proxied = try failure(apns: "  engine: nghttp2\n  proxy: { url: \"http://127.0.0.1:3128\" }", auth: true)
+        #expect(proxied.message.contains("apns.engine is nghttp2, which connects to APNs directly and cannot go through apns.proxy"), "\(proxied)")
+        #expect(proxied.line == 7, "\(proxied)")
+    }
+
     @Test func certificateMistakesNameTheField() throws {
         let cases: [(String, Bool, String, String)] = [
             ("  certificate: { p12_file: ../keys/push.p12 }", true, "production", "apns.certificate and apns.auth are alternatives"),

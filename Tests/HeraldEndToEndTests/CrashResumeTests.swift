@@ -15,8 +15,8 @@ import Testing
 
     func writeAudience() throws { try TwoFileAudience.write(in: dir) }
 
-    func writeJob(name: String, extra: String = "") throws -> String {
-        try TwoFileAudience.writeJob(in: dir, name: name, extra: extra)
+    func writeJob(name: String, extra: String = "", engine: String = "libcurl") throws -> String {
+        try TwoFileAudience.writeJob(in: dir, name: name, extra: extra, engine: engine)
     }
 
     /// Starts `herald run`, waits for `HERALD_TEST_STALL_AT`'s point, and SIGKILLs it there.
@@ -38,10 +38,13 @@ import Testing
         return (p, seen)
     }
 
-    @Test func sigkillWhileReadingSendingAndReportingThenRerunsSendEveryoneOnce() throws {
+    /// Both engines (`apns.engine`): what is in SQLite decides, whichever client sent.
+    @Test(arguments: EnginesUnderTest.all)
+    func sigkillWhileReadingSendingAndReportingThenRerunsSendEveryoneOnce(engine: String) throws {
         try writeAudience()
-        let job = try writeJob(name: "kill-all")
-        let log = dir.file("out/kill-all.ndjson")
+        let name = "kill-all-" + engine
+        let job = try writeJob(name: name, engine: engine)
+        let log = dir.file("out/\(name).ndjson")
 
         // 1. Killed while reading the audience: nothing has been sent yet.
         try killAt("ingest:3", job: job)
@@ -53,7 +56,7 @@ import Testing
 
         // 3. Killed while writing the reports (deliveries.csv written, invalid.csv and summary.json not).
         try killAt("report:1", job: job)
-        let reports = dir.file("reports/kill-all")
+        let reports = dir.file("reports/\(name)")
         #expect(FileManager.default.fileExists(atPath: reports + "/deliveries.csv"))
         #expect(!FileManager.default.fileExists(atPath: reports + "/summary.json"))
 
@@ -105,7 +108,7 @@ enum TwoFileAudience {
 
     /// The kill tests' job over that audience: 2 connections × 100 streams against the
     /// simulator, its request log in out/<name>.ndjson.
-    static func writeJob(in dir: TemporaryDirectory, name: String, extra: String = "") throws -> String {
+    static func writeJob(in dir: TemporaryDirectory, name: String, extra: String = "", engine: String = "libcurl") throws -> String {
         try dir.write("jobs/\(name).yaml", """
             campaign: \(name)
             audience: { files: [../data/a.csv.gz, ../data/b.csv.gz] }
@@ -114,6 +117,7 @@ enum TwoFileAudience {
               topic: com.example.app
               connections: 2
               streams_per_connection: 100
+              engine: \(engine)
               simulator: { log: ../out/\(name).ndjson }
             push:
               template: { aps: { alert: "Hi {{first_name}}" } }

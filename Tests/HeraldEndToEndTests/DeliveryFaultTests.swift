@@ -12,7 +12,8 @@ import Testing
 
     func run(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
 
-    func writeJob(_ name: String, tokens: [String], connections: Int = 2, streams: Int = 50, simulator: String, extra: String = "") throws -> String {
+    func writeJob(_ name: String, tokens: [String], connections: Int = 2, streams: Int = 50, simulator: String, extra: String = "",
+                  engine: String = "libcurl") throws -> String {
         try dir.writeGzip("data/\(name).csv.gz", (["token"] + tokens).joined(separator: "\n") + "\n")
         return try dir.write("jobs/\(name).yaml", """
             campaign: \(name)
@@ -22,6 +23,7 @@ import Testing
               topic: com.example.app
               connections: \(connections)
               streams_per_connection: \(streams)
+              engine: \(engine)
               simulator: { log: ../out/\(name).ndjson, \(simulator) }
             push:
               template: { aps: { alert: "hello" } }
@@ -78,19 +80,20 @@ import Testing
     /// and GOAWAY every 150 requests per connection, or a TCP reset (answer lost after processing)
     /// every 200 (one connection fault per run: the simulator counts per connection, so a reset
     /// period longer than the GOAWAY period would never fire).
-    @Test(arguments: ["goaway_after: 150", "close_after: 200"])
-    func underFaultsEveryValidTokenIsSentExactlyOnce(connectionFault: String) throws {
-        let name = connectionFault.hasPrefix("goaway") ? "faults-goaway" : "faults-reset"
+    /// Both engines (`apns.engine`), each under both connection faults.
+    @Test(arguments: ["goaway_after: 150", "close_after: 200"], EnginesUnderTest.all)
+    func underFaultsEveryValidTokenIsSentExactlyOnce(connectionFault: String, engine: String) throws {
+        let name = (connectionFault.hasPrefix("goaway") ? "faults-goaway-" : "faults-reset-") + engine
         let tokens = (1...1_500).map { Self.token($0) }
         let job = try writeJob(name, tokens: tokens, simulator: "p503: 0.02, p429: 0.01, seed: 11, latency_jitter_ms: 3, \(connectionFault)",
-                               extra: "retry: { max_attempts: 12 }")
+                               extra: "retry: { max_attempts: 12 }", engine: engine)
         let r = try run(["run", job])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let entries = try log(name)
         expectEachSentOnce(entries, tokens: tokens)
         let faults = Dictionary(grouping: entries.compactMap(\.fault), by: { $0 }).mapValues(\.count)
         #expect((faults["p503"] ?? 0) > 10 && (faults["p429"] ?? 0) > 5, "\(faults)")
-        if name == "faults-goaway" { #expect((faults["goaway"] ?? 0) >= 3, "\(faults)") }
+        if connectionFault.hasPrefix("goaway") { #expect((faults["goaway"] ?? 0) >= 3, "\(faults)") }
         else { #expect((faults["close_after"] ?? 0) >= 2, "\(faults)") }
         #expect(Set(entries.compactMap(\.jwtIat)).count == 1, "one provider token for every connection and reconnect")
         let s = try summary(name)
@@ -120,13 +123,15 @@ import Testing
 
     /// The simulator calls any token older than a second expired: herald re-signs, moves to fresh
     /// connections (a connection never switches tokens sooner than Apple allows) and resends.
-    @Test func expiredProviderTokensAreResignedAndTheRunFinishes() throws {
+    @Test(arguments: EnginesUnderTest.all)
+    func expiredProviderTokensAreResignedAndTheRunFinishes(engine: String) throws {
         let tokens = (1...1_200).map { Self.token($0) }
         // 2 × 3 streams at 15 ms per answer: at most ~400/s, so the run lasts 3 s or more.
-        let job = try writeJob("expired", tokens: tokens, connections: 2, streams: 3, simulator: "jwt_max_age: 1s, latency_ms: 15")
+        let name = "expired-" + engine
+        let job = try writeJob(name, tokens: tokens, connections: 2, streams: 3, simulator: "jwt_max_age: 1s, latency_ms: 15", engine: engine)
         let r = try run(["run", job])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-        let entries = try log("expired")
+        let entries = try log(name)
         let expired = entries.filter { $0.reason == "ExpiredProviderToken" }
         #expect(!expired.isEmpty, "the run outlived a token")
         #expect(!entries.contains { $0.reason == "TooManyProviderTokenUpdates" })

@@ -1,0 +1,635 @@
+// Why this file exists: libcurl 7.88 runs each HTTP/2 stream as an easy handle of its own (about
+// 8 KB of libcurl's state per request in flight, measured with massif: docs/delivery.md) and
+// visits every transfer of a multi handle on each turn of curl_multi_perform. At Apple's round
+// trip a campaign needs thousands of streams in flight, and then that memory and that walk are
+// most of herald's cost. nghttp2 (the HTTP/2 library libcurl itself uses) keeps a stream in a few
+// hundred bytes and touches only the streams that have something to do. This drives nghttp2
+// directly over an OpenSSL socket: one connection, one thread (the caller's), no blocking after
+// the handshake. SwiftNIO's HTTP/2 was measured too (same machine, same stand-in, 4 × 1000 streams
+// at 50 ms): 12,600 requests/s for a bare client on one core against h2load's ~30,000, so it
+// would cost more CPU per push than libcurl does.
+//
+// herald's executable also defines some nghttp2 functions (Sources/CCurlNghttp2, for libcurl's
+// calls); this file calls libnghttp2's own definitions of those (real_fn), so nothing here is
+// seen or changed by those shims.
+#define _GNU_SOURCE
+#include "HTTP2Client.h"
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+static void *real(const char *name, void **cache) {
+    void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (!f) {
+        f = dlsym(RTLD_NEXT, name);
+        if (!f) f = dlsym(RTLD_DEFAULT, name);
+        __atomic_store_n(cache, f, __ATOMIC_RELAXED);
+    }
+    return f;
+}
+#define REAL(fn) ({ static void *cache_; (__typeof__(&fn))real(#fn, &cache_); })
+
+// What one stream keeps while it is open: its answer so far, and until nghttp2 has read it, the
+// request's body. nghttp2 copies the header fields when the request is submitted and frees them
+// once they are sent, so a stream waiting for its answer holds only this (about 200 bytes).
+struct h2_stream {
+    struct h2_stream *prev, *next;
+    uint64_t cookie;
+    int32_t stream_id;
+    int32_t status;
+    int ended;
+    int cancelled;
+    uint16_t apns_id_len, unique_id_len;
+    char apns_id[48];
+    char unique_id[48];
+    uint8_t *answer;
+    size_t answer_len;
+    uint8_t *body;
+    size_t body_off, body_len;
+};
+
+enum { ANSWER_BODY_MAX = 512, READ_CHUNK = 16384, OUT_CAPACITY = 16384, MAX_FIELDS = 16 };
+
+struct h2_conn {
+    int fd;
+    SSL *ssl;
+    nghttp2_session *session;
+    char *authority;
+    size_t authority_len;
+    struct h2_stream *streams;
+    int open;
+    int goaway;
+    uint32_t goaway_code;
+    char goaway_debug[256];
+    size_t goaway_debug_len;
+    int failed;
+    // Frames nghttp2 produced and TLS has not taken yet (SSL_write wants the same bytes again).
+    uint8_t out[OUT_CAPACITY];
+    size_t out_len, out_off;
+    // nghttp2_session_mem_send's last chunk, when it did not fit into `out`.
+    const uint8_t *spill;
+    size_t spill_len;
+    h2_answer *answers;
+    size_t answers_count, answers_cap;
+    uint8_t in[READ_CHUNK];
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *detail) {
+    if (err && errlen) snprintf(err, errlen, fmt, detail ? detail : "");
+}
+
+static const char *openssl_reason(void) {
+    static __thread char buf[256];
+    unsigned long e = ERR_get_error();
+    if (!e) return "no detail from OpenSSL";
+    ERR_error_string_n(e, buf, sizeof buf);
+    ERR_clear_error();
+    return buf;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int wait_fd(int fd, short events, int64_t deadline) {
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left <= 0) return 0;
+        struct pollfd p = { .fd = fd, .events = events };
+        int r = poll(&p, 1, (int)left);
+        if (r > 0) return 1;
+        if (r < 0 && errno != EINTR) return -1;
+    }
+}
+
+// A write to a socket the server has closed raises SIGPIPE, whose default action ends the
+// process (OpenSSL's socket BIO writes with write(2), not send(2) with MSG_NOSIGNAL). Around this
+// file's writes SIGPIPE is blocked on the calling thread, and one raised meanwhile is taken back
+// before the mask is restored: the write fails with EPIPE, the connection is lost, herald goes on.
+typedef struct { sigset_t old; } pipe_guard;
+
+static void pipe_guard_begin(pipe_guard *g) {
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &g->old);
+}
+
+static void pipe_guard_end(pipe_guard *g) {
+    sigset_t pending;
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) && !sigismember(&g->old, SIGPIPE)) {
+        sigset_t pipe_only;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        struct timespec none = { 0, 0 };
+        while (sigtimedwait(&pipe_only, NULL, &none) == SIGPIPE) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+// ---------- answers ----------
+
+static h2_answer *add_answer(h2_conn *c) {
+    if (c->answers_count == c->answers_cap) {
+        size_t cap = c->answers_cap ? c->answers_cap * 2 : 64;
+        h2_answer *a = realloc(c->answers, cap * sizeof *a);
+        if (!a) return NULL;
+        c->answers = a;
+        c->answers_cap = cap;
+    }
+    h2_answer *a = &c->answers[c->answers_count++];
+    memset(a, 0, sizeof *a);
+    return a;
+}
+
+static void unlink_stream(h2_conn *c, struct h2_stream *s) {
+    if (s->prev) s->prev->next = s->next; else c->streams = s->next;
+    if (s->next) s->next->prev = s->prev;
+    c->open--;
+}
+
+// The stream is over: its answer (or its absence) goes to the caller, its memory back.
+static void finish(h2_conn *c, struct h2_stream *s, uint32_t code, int lost) {
+    h2_answer *a = add_answer(c);
+    if (a) {
+        a->cookie = s->cookie;
+        a->stream_id = s->stream_id;
+        a->status = s->status;
+        a->complete = s->ended && s->status > 0 && !lost;
+        a->cancelled = s->cancelled;
+        a->reset_code = code;
+        a->lost = lost;
+        a->apns_id_len = s->apns_id_len;
+        memcpy(a->apns_id, s->apns_id, s->apns_id_len);
+        a->unique_id_len = s->unique_id_len;
+        memcpy(a->unique_id, s->unique_id, s->unique_id_len);
+        a->body = s->answer;
+        a->body_len = s->answer_len;
+        s->answer = NULL;
+    }
+    free(s->answer);
+    free(s->body);
+    unlink_stream(c, s);
+    free(s);
+}
+
+const h2_answer *h2_answers(const h2_conn *c, size_t *count) {
+    *count = c->answers_count;
+    return c->answers;
+}
+
+void h2_clear_answers(h2_conn *c) {
+    for (size_t i = 0; i < c->answers_count; i++) free(c->answers[i].body);
+    c->answers_count = 0;
+}
+
+// ---------- nghttp2's callbacks ----------
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
+    (void)flags; (void)user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    struct h2_stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+    if (!s) return 0;
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        int v = 0;
+        for (size_t i = 0; i < valuelen && i < 3; i++) v = v * 10 + (value[i] - '0');
+        // 1xx answers are interim (RFC 9113 §8.1); the final one follows.
+        if (v >= 200) s->status = v;
+    } else if (namelen == 7 && memcmp(name, "apns-id", 7) == 0 && valuelen <= sizeof s->apns_id) {
+        memcpy(s->apns_id, value, valuelen);
+        s->apns_id_len = (uint16_t)valuelen;
+    } else if (namelen == 14 && memcmp(name, "apns-unique-id", 14) == 0 && valuelen <= sizeof s->unique_id) {
+        memcpy(s->unique_id, value, valuelen);
+        s->unique_id_len = (uint16_t)valuelen;
+    }
+    return 0;
+}
+
+static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data, size_t len, void *user_data) {
+    (void)flags; (void)user_data;
+    struct h2_stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+    if (!s || s->answer_len >= ANSWER_BODY_MAX) return 0;
+    if (!s->answer && !(s->answer = malloc(ANSWER_BODY_MAX))) return 0;
+    size_t n = len < ANSWER_BODY_MAX - s->answer_len ? len : ANSWER_BODY_MAX - s->answer_len;
+    memcpy(s->answer + s->answer_len, data, n);
+    s->answer_len += n;
+    return 0;
+}
+
+static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
+    h2_conn *c = user_data;
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+        c->goaway = 1;
+        c->goaway_code = frame->goaway.error_code;
+        size_t n = frame->goaway.opaque_data_len < sizeof c->goaway_debug ? frame->goaway.opaque_data_len : sizeof c->goaway_debug;
+        if (n) memcpy(c->goaway_debug, frame->goaway.opaque_data, n);
+        c->goaway_debug_len = n;
+        return 0;
+    }
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        struct h2_stream *s = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+        if (s) s->ended = 1;
+    }
+    return 0;
+}
+
+static int on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data) {
+    struct h2_stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
+    if (s) finish(user_data, s, error_code, 0);
+    return 0;
+}
+
+static ssize_t read_body(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length, uint32_t *data_flags,
+                         nghttp2_data_source *source, void *user_data) {
+    (void)session; (void)stream_id; (void)user_data;
+    struct h2_stream *s = source->ptr;
+    size_t left = s->body_len - s->body_off;
+    size_t n = left < length ? left : length;
+    if (n) memcpy(buf, s->body + s->body_off, n);
+    s->body_off += n;
+    if (s->body_off == s->body_len) {
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        // Read to its end: nghttp2 never asks again, and the stream may wait long for its answer.
+        free(s->body);
+        s->body = NULL;
+    }
+    return (ssize_t)n;
+}
+
+// ---------- connecting ----------
+
+static int is_ip_literal(const char *host) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+static int tcp_connect(const char *host, const char *port, int64_t deadline, int keepalive, h2_error_kind *kind, char *err, size_t errlen) {
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        *kind = H2_ERR_RESOLVE;
+        set_err(err, errlen, "could not resolve the host: %s", gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    const char *why = "no address";
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) { why = strerror(errno); continue; }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
+        if (errno == EINPROGRESS) {
+            int w = wait_fd(fd, POLLOUT, deadline);
+            int soerr = 0;
+            socklen_t len = sizeof soerr;
+            if (w > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) break;
+            why = w == 0 ? "timed out" : strerror(soerr ? soerr : errno);
+        } else {
+            why = strerror(errno);
+        }
+        close(fd);
+        fd = -1;
+        if (now_ms() >= deadline) { why = "timed out"; break; }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        *kind = H2_ERR_CONNECT;
+        set_err(err, errlen, "could not connect: %s", why);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (keepalive > 0) {
+        int interval = keepalive / 2 > 0 ? keepalive / 2 : 1;
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &keepalive, sizeof keepalive);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+    }
+    return fd;
+}
+
+static int tls_handshake(h2_conn *c, SSL_CTX *ctx, const char *host, int64_t deadline, h2_error_kind *kind, char *err, size_t errlen) {
+    c->ssl = SSL_new(ctx);
+    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+        *kind = H2_ERR_MEMORY;
+        set_err(err, errlen, "TLS: %s", openssl_reason());
+        return -1;
+    }
+    // The server's name is checked against its certificate (an IP address against its IP SANs):
+    // verification is never off.
+    X509_VERIFY_PARAM *param = SSL_get0_param(c->ssl);
+    if (is_ip_literal(host)) {
+        X509_VERIFY_PARAM_set1_ip_asc(param, host);
+    } else {
+        SSL_set_tlsext_host_name(c->ssl, host);
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        X509_VERIFY_PARAM_set1_host(param, host, 0);
+    }
+    static const unsigned char alpn[] = { 2, 'h', '2' };
+    SSL_set_alpn_protos(c->ssl, alpn, sizeof alpn);
+    for (;;) {
+        ERR_clear_error();
+        int r = SSL_connect(c->ssl);
+        if (r == 1) break;
+        int e = SSL_get_error(c->ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+            int w = wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+            if (w > 0) continue;
+            *kind = H2_ERR_TLS;
+            set_err(err, errlen, "TLS handshake %s", w == 0 ? "timed out" : strerror(errno));
+            return -1;
+        }
+        long verify = SSL_get_verify_result(c->ssl);
+        if (verify != X509_V_OK) {
+            *kind = H2_ERR_TRUST;
+            set_err(err, errlen, "TLS trust: the server's certificate was not accepted: %s", X509_verify_cert_error_string(verify));
+        } else {
+            *kind = H2_ERR_TLS;
+            set_err(err, errlen, "TLS handshake failed: %s", e == SSL_ERROR_SYSCALL && errno ? strerror(errno) : openssl_reason());
+        }
+        return -1;
+    }
+    const unsigned char *proto = NULL;
+    unsigned proto_len = 0;
+    SSL_get0_alpn_selected(c->ssl, &proto, &proto_len);
+    if (proto_len != 2 || memcmp(proto, "h2", 2) != 0) {
+        *kind = H2_ERR_PROTOCOL;
+        set_err(err, errlen, "the server did not agree to HTTP/2 (ALPN h2)%s", "");
+        return -1;
+    }
+    return 0;
+}
+
+static int start_session(h2_conn *c) {
+    nghttp2_session_callbacks *cb;
+    if (nghttp2_session_callbacks_new(&cb) != 0) return -1;
+    REAL(nghttp2_session_callbacks_set_on_header_callback)(cb, on_header);
+    REAL(nghttp2_session_callbacks_set_on_stream_close_callback)(cb, on_close);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
+    // Closed streams are not kept for the priority tree (herald sets no priorities): each would
+    // hold its memory after its answer (https://nghttp2.org/documentation/nghttp2_option_set_no_closed_streams.html).
+    nghttp2_option *option;
+    if (nghttp2_option_new(&option) != 0) { nghttp2_session_callbacks_del(cb); return NGHTTP2_ERR_NOMEM; }
+    nghttp2_option_set_no_closed_streams(option, 1);
+    int rv = REAL(nghttp2_session_client_new2)(&c->session, cb, c, option);
+    nghttp2_option_del(option);
+    nghttp2_session_callbacks_del(cb);
+    if (rv != 0) return rv;
+    // No server push (APNs sends none; RFC 9113 §8.4).
+    nghttp2_settings_entry settings[] = { { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 } };
+    return nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings, 1);
+}
+
+h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char *authority, int timeout_ms,
+                    int keepalive_seconds, h2_error_kind *kind, char *err, size_t errlen) {
+    *kind = H2_OK;
+    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+    h2_conn *c = calloc(1, sizeof *c);
+    if (!c) { *kind = H2_ERR_MEMORY; set_err(err, errlen, "out of memory%s", ""); return NULL; }
+    c->fd = -1;
+    c->authority = strdup(authority);
+    c->authority_len = strlen(authority);
+    c->fd = tcp_connect(host, port, deadline, keepalive_seconds, kind, err, errlen);
+    pipe_guard guard;
+    pipe_guard_begin(&guard);
+    int handshake = c->fd < 0 ? -1 : tls_handshake(c, h2_tls_context(tls), host, deadline, kind, err, errlen);
+    pipe_guard_end(&guard);
+    if (handshake != 0) {
+        h2_close(c);
+        return NULL;
+    }
+    int rv = start_session(c);
+    if (rv != 0) {
+        *kind = H2_ERR_PROTOCOL;
+        set_err(err, errlen, "nghttp2: %s", nghttp2_strerror(rv));
+        h2_close(c);
+        return NULL;
+    }
+    return c;
+}
+
+int h2_fd(const h2_conn *c) { return c->fd; }
+
+// ---------- requests ----------
+
+int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const uint8_t *body, size_t body_len, uint64_t cookie) {
+    if (c->goaway || c->failed) return NGHTTP2_ERR_START_STREAM_NOT_ALLOWED;
+    nghttp2_nv nv[MAX_FIELDS + 3];
+    nv[0] = (nghttp2_nv){ (uint8_t *)":method", (uint8_t *)"POST", 7, 4, NGHTTP2_NV_FLAG_NONE };
+    nv[1] = (nghttp2_nv){ (uint8_t *)":scheme", (uint8_t *)"https", 7, 5, NGHTTP2_NV_FLAG_NONE };
+    nv[2] = (nghttp2_nv){ (uint8_t *)":authority", (uint8_t *)c->authority, 10, c->authority_len, NGHTTP2_NV_FLAG_NONE };
+    size_t n = 3;
+    // :path must come first among the caller's fields: pseudo-headers precede regular fields
+    // (RFC 9113 §8.3). nghttp2 copies every name and value (no NGHTTP2_NV_FLAG_NO_COPY_*).
+    for (size_t off = 0; off < fields_len;) {
+        if (n == sizeof nv / sizeof nv[0] || off + 2 > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
+        size_t nl = (size_t)fields[off] << 8 | fields[off + 1];
+        const uint8_t *name = fields + off + 2;
+        off += 2 + nl;
+        if (off + 2 > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
+        size_t vl = (size_t)fields[off] << 8 | fields[off + 1];
+        const uint8_t *value = fields + off + 2;
+        off += 2 + vl;
+        if (off > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
+        nv[n++] = (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, nl, vl, NGHTTP2_NV_FLAG_NONE };
+    }
+    struct h2_stream *s = calloc(1, sizeof *s);
+    if (!s) return NGHTTP2_ERR_NOMEM;
+    s->cookie = cookie;
+    if (body_len) {
+        if (!(s->body = malloc(body_len))) { free(s); return NGHTTP2_ERR_NOMEM; }
+        memcpy(s->body, body, body_len);
+    }
+    s->body_len = body_len;
+    nghttp2_data_provider provider = { .source = { .ptr = s }, .read_callback = read_body };
+    int32_t id = REAL(nghttp2_submit_request)(c->session, NULL, nv, n, &provider, s);
+    if (id < 0) { free(s->body); free(s); return id; }
+    s->stream_id = id;
+    s->next = c->streams;
+    if (c->streams) c->streams->prev = s;
+    c->streams = s;
+    c->open++;
+    return id;
+}
+
+int h2_cancel(h2_conn *c, int32_t stream_id) {
+    struct h2_stream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
+    if (!s) return 0;
+    s->cancelled = 1;
+    return REAL(nghttp2_submit_rst_stream)(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+}
+
+// ---------- I/O ----------
+
+// Every stream still open is answered as lost; the connection takes no more.
+static int fail(h2_conn *c, char *err, size_t errlen, const char *fmt, const char *detail) {
+    set_err(err, errlen, fmt, detail);
+    c->failed = 1;
+    while (c->streams) finish(c, c->streams, 0, 1);
+    return -1;
+}
+
+static int read_all(h2_conn *c, char *err, size_t errlen) {
+    for (;;) {
+        ERR_clear_error();
+        int n = SSL_read(c->ssl, c->in, sizeof c->in);
+        if (n > 0) {
+            ssize_t rv = nghttp2_session_mem_recv(c->session, c->in, (size_t)n);
+            if (rv < 0) return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror((int)rv));
+            continue;
+        }
+        int e = SSL_get_error(c->ssl, n);
+        if (e == SSL_ERROR_WANT_READ) return 0;
+        if (e == SSL_ERROR_WANT_WRITE) return 0;   // renegotiation-like states: the next turn goes on
+        if (e == SSL_ERROR_ZERO_RETURN) return fail(c, err, errlen, "the server closed the connection%s", "");
+        if (e == SSL_ERROR_SYSCALL) {
+            if (errno == EAGAIN || errno == EINTR) return 0;
+            return fail(c, err, errlen, "connection lost: %s", errno ? strerror(errno) : "the server closed it");
+        }
+        return fail(c, err, errlen, "connection lost: TLS: %s", openssl_reason());
+    }
+}
+
+// Writes `out` to TLS; 1 when it all went, 0 when the socket is full, -1 on error.
+static int flush_out(h2_conn *c, char *err, size_t errlen) {
+    while (c->out_off < c->out_len) {
+        ERR_clear_error();
+        int n = SSL_write(c->ssl, c->out + c->out_off, (int)(c->out_len - c->out_off));
+        if (n > 0) { c->out_off += (size_t)n; continue; }
+        int e = SSL_get_error(c->ssl, n);
+        if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) return 0;
+        if (e == SSL_ERROR_SYSCALL && (errno == EAGAIN || errno == EINTR)) return 0;
+        return fail(c, err, errlen, "connection lost while writing: %s", e == SSL_ERROR_SYSCALL && errno ? strerror(errno) : openssl_reason());
+    }
+    c->out_off = c->out_len = 0;
+    return 1;
+}
+
+// nghttp2's frames are gathered into `out` and written together: a request's HEADERS and DATA,
+// and a turn's requests, leave in as few TLS records as fit.
+static int write_all(h2_conn *c, char *err, size_t errlen) {
+    for (;;) {
+        int f = flush_out(c, err, errlen);
+        if (f <= 0) return f;
+        if (c->spill_len) {
+            size_t n = c->spill_len < OUT_CAPACITY ? c->spill_len : OUT_CAPACITY;
+            memcpy(c->out, c->spill, n);
+            c->out_len = n;
+            c->spill += n;
+            c->spill_len -= n;
+            continue;
+        }
+        while (c->out_len < OUT_CAPACITY) {
+            const uint8_t *data;
+            ssize_t n = nghttp2_session_mem_send(c->session, &data);
+            if (n < 0) return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror((int)n));
+            if (n == 0) break;
+            size_t room = OUT_CAPACITY - c->out_len;
+            size_t take = (size_t)n < room ? (size_t)n : room;
+            memcpy(c->out + c->out_len, data, take);
+            c->out_len += take;
+            if (take < (size_t)n) {
+                // nghttp2 keeps `data` valid until the next mem_send call, which waits for it.
+                c->spill = data + take;
+                c->spill_len = (size_t)n - take;
+                break;
+            }
+        }
+        if (c->out_len == 0) return 1;
+    }
+}
+
+int h2_wants_write(h2_conn *c) {
+    return !c->failed && (c->out_off < c->out_len || c->spill_len || REAL(nghttp2_session_want_write)(c->session));
+}
+
+int h2_turn(h2_conn *c, char *err, size_t errlen) {
+    if (c->failed) { set_err(err, errlen, "connection lost%s", ""); return -1; }
+    pipe_guard guard;
+    pipe_guard_begin(&guard);
+    int rv = read_all(c, err, errlen) < 0 || write_all(c, err, errlen) < 0 ? -1 : 0;
+    pipe_guard_end(&guard);
+    if (rv < 0) return -1;
+    if (!nghttp2_session_want_read(c->session) && !h2_wants_write(c)) {
+        // nghttp2 is done with the connection (GOAWAY both ways, nothing open).
+        while (c->streams) finish(c, c->streams, NGHTTP2_REFUSED_STREAM, 0);
+        set_err(err, errlen, "connection ended after GOAWAY%s", "");
+        c->failed = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int h2_open_streams(const h2_conn *c) { return c->open; }
+
+uint32_t h2_remote_max_streams(h2_conn *c) {
+    return nghttp2_session_get_remote_settings(c->session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+int h2_goaway(const h2_conn *c, uint32_t *error_code, const char **debug, size_t *debug_len) {
+    if (error_code) *error_code = c->goaway_code;
+    if (debug) *debug = c->goaway_debug;
+    if (debug_len) *debug_len = c->goaway_debug_len;
+    return c->goaway;
+}
+
+void h2_close(h2_conn *c) {
+    if (!c) return;
+    if (c->session) {
+        if (!c->failed) {
+            nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+            char ignored[8];
+            pipe_guard guard;
+            pipe_guard_begin(&guard);
+            write_all(c, ignored, sizeof ignored);
+            if (c->ssl) SSL_shutdown(c->ssl);
+            pipe_guard_end(&guard);
+        }
+        // Streams still open are dropped: the caller closes only connections it has drained.
+        while (c->streams) {
+            struct h2_stream *s = c->streams;
+            unlink_stream(c, s);
+            free(s->answer);
+            free(s->body);
+            free(s);
+        }
+        REAL(nghttp2_session_del)(c->session);
+    }
+    if (c->ssl) SSL_free(c->ssl);
+    if (c->fd >= 0) close(c->fd);
+    h2_clear_answers(c);
+    free(c->answers);
+    free(c->authority);
+    free(c);
+}
+
+const char *h2_strerror(int code) { return nghttp2_strerror(code); }
+
+const char *h2_nghttp2_version(void) {
+    nghttp2_info *info = nghttp2_version(0);
+    return info ? info->version_str : "unknown";
+}

@@ -1,0 +1,108 @@
+#ifndef HERALD_HTTP2_CLIENT_H
+#define HERALD_HTTP2_CLIENT_H
+
+// One HTTP/2 client connection over TLS, on nghttp2 and OpenSSL, for the nghttp2 delivery engine
+// (apns.engine: nghttp2). herald's policy (what to send, what an answer means, when to reconnect)
+// stays in Swift (HeraldDelivery/Nghttp2Worker.swift); this is the I/O under it. Why it exists
+// rather than another libcurl handle: see connection.c.
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct h2_tls h2_tls;
+typedef struct h2_conn h2_conn;
+
+// What went wrong, for the caller's decisions; the text says it for people.
+typedef enum {
+    H2_OK = 0,
+    H2_ERR_RESOLVE = 1,    // the host name did not resolve
+    H2_ERR_CONNECT = 2,    // TCP connect failed or timed out
+    H2_ERR_TLS = 3,        // TLS handshake failed (not a trust decision)
+    H2_ERR_TRUST = 4,      // the server's certificate was not trusted, or our certificate/key/CA could not be used
+    H2_ERR_PROTOCOL = 5,   // the server did not agree to HTTP/2, or broke the protocol
+    H2_ERR_CLOSED = 6,     // the connection was lost (reset, EOF, TLS error after the handshake)
+    H2_ERR_MEMORY = 7,
+} h2_error_kind;
+
+typedef struct {
+    // PEM bundle file to trust instead of the system's (apns.ca_file), or NULL.
+    const char *ca_file;
+    // PEM text to trust (the in-process simulator's CA), or NULL.
+    const uint8_t *ca_pem;
+    size_t ca_pem_len;
+    // Client certificate: PEM files, PEM bytes (chain first, leaf first), or a PKCS#12 bundle.
+    const char *cert_file;
+    const char *key_file;
+    const uint8_t *cert_pem;
+    size_t cert_pem_len;
+    const uint8_t *key_pem;
+    size_t key_pem_len;
+    const uint8_t *p12;
+    size_t p12_len;
+    const char *password;
+} h2_tls_options;
+
+// A TLS client context shared by a sender's connections: peer verification always on (the
+// system's trust store unless a CA is given), TLS 1.2 or later, ALPN h2. NULL with `err` filled.
+h2_tls *h2_tls_new(const h2_tls_options *options, char *err, size_t errlen);
+void h2_tls_free(h2_tls *tls);
+
+// The answer to one request, or why there is none.
+typedef struct {
+    uint64_t cookie;        // the caller's, from h2_submit
+    int32_t stream_id;
+    int32_t status;         // :status, 0 if none arrived
+    int32_t complete;       // 1: the server ended the stream after its answer
+    int32_t cancelled;      // 1: h2_cancel reset it
+    uint32_t reset_code;    // the RST_STREAM (or GOAWAY refusal) error code, 0 if none
+    int32_t lost;           // 1: the connection died with the stream open
+    uint16_t apns_id_len;
+    uint16_t unique_id_len;
+    char apns_id[48];
+    char unique_id[48];
+    uint8_t *body;          // the answer's body (Apple's JSON reason), up to 512 bytes, or NULL
+    size_t body_len;
+} h2_answer;
+
+// Connects (blocking, at most timeout_ms): TCP to host:port, TLS with the host name verified,
+// ALPN h2, then the client preface. `authority` is the :authority every request carries.
+// NULL with *kind and `err` filled.
+h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char *authority, int timeout_ms,
+                    int keepalive_seconds, h2_error_kind *kind, char *err, size_t errlen);
+
+// The socket, for poll(); and whether the connection has bytes to write (poll for POLLOUT).
+int h2_fd(const h2_conn *c);
+int h2_wants_write(h2_conn *c);
+
+// Queues one POST. `fields` is packed as [u16 name length][name][u16 value length][value]...,
+// names in lower case, ":path" first; :method, :scheme and :authority are added here. The fields
+// and body are copied. Returns the stream id, or a negative nghttp2 error (h2_strerror).
+int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const uint8_t *body, size_t body_len, uint64_t cookie);
+
+// Resets a stream still open (RST_STREAM CANCEL): it is answered with `cancelled` set.
+int h2_cancel(h2_conn *c, int32_t stream_id);
+
+// Reads what has arrived and writes what is due, without blocking. 0: the connection lives.
+// 1: it ended cleanly (a GOAWAY with nothing left open). -1: it died (`err` says why); every
+// stream still open is answered with `lost` set. Either way, the answers are then waiting.
+int h2_turn(h2_conn *c, char *err, size_t errlen);
+
+// Answers gathered by the turns since the last h2_clear_answers.
+const h2_answer *h2_answers(const h2_conn *c, size_t *count);
+void h2_clear_answers(h2_conn *c);
+
+// Streams open (submitted and not yet answered).
+int h2_open_streams(const h2_conn *c);
+// The server's SETTINGS_MAX_CONCURRENT_STREAMS (or nghttp2's assumption before its SETTINGS).
+uint32_t h2_remote_max_streams(h2_conn *c);
+// Whether a GOAWAY arrived: no new stream may start; its error code and debug data (Apple's reason).
+int h2_goaway(const h2_conn *c, uint32_t *error_code, const char **debug, size_t *debug_len);
+
+// Sends GOAWAY if it can, and closes. Streams still open are dropped without answers.
+void h2_close(h2_conn *c);
+
+const char *h2_strerror(int code);
+// nghttp2's version string ("1.52.0"), for the log.
+const char *h2_nghttp2_version(void);
+
+#endif

@@ -1,0 +1,346 @@
+internal import CHTTP2Client
+import Foundation
+import HeraldCore
+
+/// One connection's thread of the nghttp2 engine (`apns.engine: nghttp2`): an HTTP/2 connection
+/// on nghttp2 (CHTTP2Client) kept full from the shared feed, the way `ConnectionWorker` keeps a
+/// libcurl multi handle full, with the same policy:
+/// - An answer Apple pairs with "retry on a new connection" (503, Shutdown, ExpiredProviderToken…)
+///   and a GOAWAY retire the connection: new requests go to a fresh one while the old one finishes
+///   its streams. Streams a GOAWAY refused were never processed; they come back as transport
+///   failures, resent by the runner with the same apns-id.
+/// - A connect failure backs off exponentially before the next attempt.
+/// - A request with no answer after `requestTimeoutMs` is reset (RST_STREAM CANCEL) and comes
+///   back as a transport failure.
+/// - A connection idle longer than `idleTimeoutMs` is closed.
+final class Nghttp2Worker: @unchecked Sendable {
+    // @unchecked: after `start`, every property is touched only by this worker's own thread.
+    let id: Int
+    let settings: ConnectionSettings
+    let shared: EngineShared
+    let wake: WakePipe
+    private let tls: Nghttp2TLS
+    private let host: String
+    private let port: String
+    private let authority: String
+
+    /// A request in flight: what its answer is recorded against.
+    private struct Pending {
+        var job: PushJob
+        var jwt: String?
+        var startedAt: UInt64
+        var streamId: Int32
+        var connection: Connection
+    }
+
+    final class Connection {
+        let handle: OpaquePointer
+        var jwt: String?
+        var jwtAdoptedAt: Date?
+        var active = 0
+        init(_ handle: OpaquePointer) { self.handle = handle }
+        deinit { h2_close(handle) }
+    }
+
+    private var current: Connection?
+    private var draining: [Connection] = []
+    private var pending: [Pending?] = []
+    private var free: [Int] = []
+    private var fields = FieldBlock()
+    private var headerJWT: String?
+    private var generation = 0
+    private var renewRequested = false
+    private var lastRenewal: UInt64 = 0
+    private var connectFailures = 0
+    private var reconnectAt: UInt64 = 0
+    private var lastActivity: UInt64 = uptimeNanoseconds()
+    private var lastTimeoutScan: UInt64 = 0
+    private var failureEvent = 0
+    private var done: [PushResult] = []
+    private var errorText = [CChar](repeating: 0, count: 512)
+
+    init(id: Int, settings: ConnectionSettings, shared: EngineShared, tls: Nghttp2TLS) throws(DeliveryError) {
+        self.id = id
+        self.settings = settings
+        self.shared = shared
+        self.tls = tls
+        self.wake = try WakePipe()
+        guard let url = URL(string: settings.baseURL), url.scheme == "https", let host = url.host, !host.isEmpty else {
+            throw .engine("\(settings.baseURL) is not an https:// URL")
+        }
+        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.port = String(url.port ?? 443)
+        self.authority = StreamSlot.authority(of: settings.baseURL)
+    }
+
+    private var activeCount: Int { (current?.active ?? 0) + draining.reduce(0) { $0 + $1.active } }
+
+    func run() {
+        while true {
+            let now = uptimeNanoseconds()
+            let stopping = shared.stopped.load(ordering: .relaxed)
+            if stopping && activeCount == 0 { break }
+            if renewRequested { retireCurrent() }
+            if let c = current, c.active == 0, now &- lastActivity > UInt64(settings.idleTimeoutMs) * 1_000_000 {
+                current = nil   // closes the idle connection; the next request opens a new one
+            }
+            if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reconnectAt {
+                startRequests(now: now)
+            }
+            turnAll()
+            if now &- lastTimeoutScan > 100_000_000 {
+                lastTimeoutScan = now
+                cancelOverdue(now: now)
+            }
+            if !done.isEmpty {
+                shared.results.push(done)
+                done.removeAll(keepingCapacity: true)
+            }
+            waitForWork(now: now)
+        }
+        current = nil
+        draining.removeAll()
+    }
+
+    // MARK: feeding
+
+    /// Streams the current connection may still start: the job's and adaptive concurrency's
+    /// limit, and the server's SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2 assumes 100 until the
+    /// server's SETTINGS arrive).
+    private var room: Int {
+        var limit = max(1, min(settings.maxStreams, shared.streamLimit.load(ordering: .relaxed)))
+        if let c = current { limit = min(limit, Int(clamping: h2_remote_max_streams(c.handle))) }
+        return limit - (current?.active ?? 0)
+    }
+
+    private func startRequests(now: UInt64) {
+        let room = self.room
+        guard room > 0 else { return }
+        let jobs = shared.feed.withLock { $0.take(room) }
+        guard !jobs.isEmpty else { return }
+        var jwt: String?
+        if let token = shared.token {
+            do { jwt = try token.current() } catch {
+                fail(jobs, why: error.description)
+                return
+            }
+        }
+        let conn: Connection
+        do { conn = try connection(for: jwt) } catch {
+            fail(jobs, why: error.description)
+            return
+        }
+        if jwt != headerJWT || generation == 0 {
+            headerJWT = jwt
+            generation += 1
+        }
+        for job in jobs {
+            let r = job.request
+            let key = StreamSlot.HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                                           collapseId: r.collapseId, expiration: r.expiration)
+            fields.prepare(r, key: key, jwt: jwt)
+            let slot = free.popLast() ?? { pending.append(nil); return pending.count - 1 }()
+            let streamId = fields.bytes.withUnsafeBufferPointer { f in
+                r.payload.withUnsafeBufferPointer { b in
+                    h2_submit(conn.handle, f.baseAddress, f.count, b.baseAddress, b.count, UInt64(slot))
+                }
+            }
+            guard streamId > 0 else {
+                free.append(slot)
+                fail([job], why: "could not start the request: \(String(cString: h2_strerror(streamId)))")
+                continue
+            }
+            pending[slot] = Pending(job: job, jwt: jwt, startedAt: now, streamId: streamId, connection: conn)
+            conn.active += 1
+        }
+        lastActivity = now
+    }
+
+    /// The connection new requests go to: a fresh one when the token changes sooner than Apple
+    /// allows on one connection ("APNs report an error if you use a new token more than once every
+    /// 20 minutes on the same connection": https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
+    private func connection(for jwt: String?) throws(DeliveryError) -> Connection {
+        if let c = current, let used = c.jwt, let jwt, used != jwt,
+           let adopted = c.jwtAdoptedAt, Date().timeIntervalSince(adopted) < ProviderToken.minimumReuse {
+            retireCurrent()
+        }
+        if let c = current, h2_goaway(c.handle, nil, nil, nil) != 0 { retireCurrent() }
+        let c: Connection
+        if let existing = current {
+            c = existing
+        } else {
+            c = try open()
+            current = c
+        }
+        if c.jwt != jwt {
+            c.jwt = jwt
+            c.jwtAdoptedAt = Date()
+        }
+        return c
+    }
+
+    private func open() throws(DeliveryError) -> Connection {
+        var kind = H2_OK
+        let handle = h2_connect(tls.context, host, port, authority, Int32(clamping: settings.connectTimeoutMs),
+                                Int32(clamping: settings.keepAliveSeconds), &kind, &errorText, errorText.count)
+        guard let handle else {
+            let why = Self.text(errorText)
+            // One failed connect is one event for the circuit breaker, then a backoff.
+            failureEvent += 1
+            connectFailures += 1
+            let delay = RetryBackoff.reconnect.delay(attempt: connectFailures)
+            reconnectAt = max(reconnectAt, uptimeNanoseconds() + UInt64(delay * 1e9))
+            throw .engine(kind == H2_ERR_TRUST ? why : "\(host):\(port): \(why)")
+        }
+        shared.connectionsOpened.add(1, ordering: .relaxed)
+        return Connection(handle)
+    }
+
+    private func fail(_ jobs: some Sequence<PushJob>, why: String) {
+        // A trust failure keeps its "TLS trust:" prefix (PushOutcome.isTrustFailure): the run stops.
+        let text = why.hasPrefix("apns.engine nghttp2: TLS trust:") ? String(why.dropFirst("apns.engine nghttp2: ".count)) : why
+        for job in jobs {
+            done.append(PushResult(index: job.index, outcome: .transportFailure(text), latencyMs: 0, httpVersion: 0, connection: id,
+                                   event: failureEvent))
+        }
+    }
+
+    /// New requests go to a new connection; the old one finishes its streams, then closes.
+    private func retireCurrent() {
+        renewRequested = false
+        guard let c = current else { return }
+        current = nil
+        if c.active > 0 { draining.append(c) }
+        lastRenewal = uptimeNanoseconds()
+    }
+
+    // MARK: driving nghttp2
+
+    private func turnAll() {
+        if let c = current, turn(c) != 0 { current = nil }
+        if !draining.isEmpty {
+            for c in draining where turn(c) != 0 { c.active = 0 }
+            draining.removeAll { $0.active == 0 }
+        }
+    }
+
+    /// One turn of a connection; nonzero when it ended (its streams are all answered then).
+    private func turn(_ c: Connection) -> Int32 {
+        let state = h2_turn(c.handle, &errorText, errorText.count)
+        var count = 0
+        if let answers = h2_answers(c.handle, &count), count > 0 {
+            let lostWhy = state < 0 ? Self.text(errorText) : ""
+            var eventCounted = false
+            for i in 0..<count { complete(answers[i], on: c, lostWhy: lostWhy, eventCounted: &eventCounted) }
+            h2_clear_answers(c.handle)
+        }
+        return state
+    }
+
+    private func complete(_ a: h2_answer, on c: Connection, lostWhy: String, eventCounted: inout Bool) {
+        let slot = Int(a.cookie)
+        guard slot < pending.count, let p = pending[slot] else { return }
+        pending[slot] = nil
+        free.append(slot)
+        c.active -= 1
+        let now = uptimeNanoseconds()
+        lastActivity = now
+        let outcome: PushOutcome
+        if a.complete != 0 {
+            outcome = answered(a, sent: p.job.request.apnsId)
+        } else {
+            outcome = .transportFailure(Self.noAnswer(a, lostWhy: lostWhy, timeoutMs: settings.requestTimeoutMs))
+            if !eventCounted {
+                // One connection loss fails many streams at once: one event for the circuit breaker.
+                failureEvent += 1
+                eventCounted = true
+            }
+        }
+        if case .answered = outcome {
+            connectFailures = 0
+            switch outcome.meaning {
+            case .abortCampaign:
+                // Every further request would get the same answer: stop before the runner even hears of it.
+                shared.halted.store(true, ordering: .relaxed)
+            case .refreshTokenAndRetry:
+                // Re-sign once (whoever sees it first) and move to a fresh connection.
+                if let jwt = p.jwt { shared.token?.invalidate(rejected: jwt) }
+                if c === current { renewRequested = true }
+            case .retryLater(newConnection: true, _) where c === current && now &- lastRenewal >= ConnectionWorker.renewalInterval:
+                renewRequested = true
+            default:
+                break
+            }
+        }
+        var result = PushResult(index: p.job.index, outcome: outcome, latencyMs: Int((now &- p.startedAt) / 1_000_000), httpVersion: 20,
+                                connection: id, event: a.complete != 0 ? 0 : failureEvent)
+        if a.unique_id_len > 0 { result.apnsUniqueId = Self.text(a.unique_id, Int(a.unique_id_len)) }
+        done.append(result)
+    }
+
+    private func answered(_ a: h2_answer, sent: String) -> PushOutcome {
+        var apnsId: String?
+        if a.apns_id_len > 0 {
+            let id = Self.text(a.apns_id, Int(a.apns_id_len))
+            apnsId = id == sent ? sent : id
+        }
+        var reason: APNsReason?
+        var timestamp: Int64?
+        if a.status != 200, let body = a.body, a.body_len > 0,
+           let parsed = ResponseBody.parse(Array(UnsafeBufferPointer(start: body, count: a.body_len))) {
+            reason = parsed.reason.map { APNsReason($0) }
+            timestamp = parsed.timestamp
+        }
+        return .answered(status: Int(a.status), apnsId: apnsId, reason: reason, timestamp: timestamp)
+    }
+
+    /// Why a request has no answer; each is resent with the same apns-id.
+    static func noAnswer(_ a: h2_answer, lostWhy: String, timeoutMs: Int) -> String {
+        if a.cancelled != 0 { return "no answer within the request timeout (\(timeoutMs) ms); the stream was reset" }
+        if a.lost != 0 { return lostWhy.isEmpty ? "connection lost" : lostWhy }
+        switch a.reset_code {
+        case 7: return "APNs refused the stream (REFUSED_STREAM) before processing it"
+        case 0: return "the stream ended without an answer"
+        default: return "APNs reset the stream (HTTP/2 error \(a.reset_code))"
+        }
+    }
+
+    /// The C string in a buffer CHTTP2Client filled.
+    static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func text<T>(_ tuple: T, _ count: Int) -> String {
+        withUnsafeBytes(of: tuple) { raw in String(decoding: raw.prefix(count), as: UTF8.self) }
+    }
+
+    /// Resets every request older than the request timeout; its answer comes back as `cancelled`.
+    private func cancelOverdue(now: UInt64) {
+        let limit = UInt64(settings.requestTimeoutMs) * 1_000_000
+        for case let p? in pending where now &- p.startedAt > limit {
+            _ = h2_cancel(p.connection.handle, p.streamId)
+        }
+    }
+
+    /// Sleeps until a connection or the feed has something to do, or the next timeout scan.
+    private func waitForWork(now: UInt64) {
+        let blocked = shared.halted.load(ordering: .relaxed) || shared.stopped.load(ordering: .relaxed)
+        let feedWaiting = !blocked && shared.feed.withLock { $0.count } > 0
+        var timeoutMs: Int32 = 100
+        let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), reconnectAt)
+        if feedWaiting && resumeAt > now {
+            timeoutMs = min(timeoutMs, Int32(max(1, min(100, (resumeAt - now) / 1_000_000))))
+        }
+        if feedWaiting && resumeAt <= now {
+            if current == nil { return }
+            if room > 0 { timeoutMs = 0 }
+        }
+        var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+        for c in [current].compactMap({ $0 }) + draining {
+            let events = Int16(POLLIN) | (h2_wants_write(c.handle) != 0 ? Int16(POLLOUT) : 0)
+            fds.append(pollfd(fd: h2_fd(c.handle), events: events, revents: 0))
+        }
+        _ = poll(&fds, nfds_t(fds.count), timeoutMs)
+        if fds[0].revents != 0 { wake.drain() }
+    }
+}
