@@ -44,6 +44,7 @@ struct Herald: ParsableCommand {
 @main
 enum HeraldMain {
     static func main() {
+        MallocArenas.bound()
         do {
             var command = try Herald.parseAsRoot()
             try command.run()
