@@ -135,13 +135,7 @@ extension MetricsFile {
         return nil
     }
 
-    static func parseTime(_ text: String) -> Date? {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let d = f.date(from: text) { return d }
-        f.formatOptions = [.withInternetDateTime]
-        return f.date(from: text)
-    }
+    static func parseTime(_ text: String) -> Date? { UTCText.parse(text) }
 
     /// Temp file in the same directory (rename is atomic only within one file system), fsync,
     /// rename: HeraldReports' AtomicFile, readable by the collector's user.

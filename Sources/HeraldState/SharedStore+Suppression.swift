@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import HeraldCore
 
 /// One entry of the suppression list: a token APNs said is dead for a topic in an environment.
 public struct SuppressedToken: Sendable, Equatable {
@@ -29,7 +30,7 @@ extension SharedStore {
     /// Adds or refreshes entries, in one short transaction; an entry keeps the latest timestamp.
     public func addSuppressions(_ tokens: [SuppressedToken], scope: SuppressionScope, campaign: String, now: Date = Date()) throws(StateError) {
         guard !tokens.isEmpty else { return }
-        let stamp = ISO8601DateFormatter().string(from: now)
+        let stamp = UTCText.seconds(now)
         try write { db in
             let upsert = try db.cachedStatement(sql: """
                 INSERT INTO suppression (environment, topic, token, invalidated_at, reason, campaign, recorded_at)

@@ -167,33 +167,8 @@ public struct IngestBatch: Sendable {
 }
 
 enum Timestamp {
-    /// `2026-11-22T02:48:30.423Z` (UTC, milliseconds). Written by hand: the send loop stamps every
-    /// claim with it, and a new ISO8601DateFormatter per call would set up ICU every time; a shared
-    /// formatter would need a lock.
-    static func iso(_ d: Date) -> String {
-        let ms = Int64((d.timeIntervalSince1970 * 1000).rounded())
-        var seconds = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
-        let milli = Int(ms - Int64(seconds) * 1000)
-        var t = tm()
-        gmtime_r(&seconds, &t)
-        var out = [UInt8](repeating: 0, count: 24)
-        func put(_ value: Int, _ at: Int, _ width: Int) {
-            var v = value
-            for i in stride(from: at + width - 1, through: at, by: -1) { out[i] = UInt8(ascii: "0") + UInt8(v % 10); v /= 10 }
-        }
-        put(Int(t.tm_year) + 1900, 0, 4); out[4] = UInt8(ascii: "-")
-        put(Int(t.tm_mon) + 1, 5, 2); out[7] = UInt8(ascii: "-")
-        put(Int(t.tm_mday), 8, 2); out[10] = UInt8(ascii: "T")
-        put(Int(t.tm_hour), 11, 2); out[13] = UInt8(ascii: ":")
-        put(Int(t.tm_min), 14, 2); out[16] = UInt8(ascii: ":")
-        put(Int(t.tm_sec), 17, 2); out[19] = UInt8(ascii: ".")
-        put(milli, 20, 3); out[23] = UInt8(ascii: "Z")
-        return String(decoding: out, as: UTF8.self)
-    }
+    /// `2026-11-22T02:48:30.423Z` (UTC, milliseconds): the send loop stamps every claim with it.
+    static func iso(_ d: Date) -> String { UTCText.milliseconds(d) }
 
-    static func date(_ s: String) -> Date? {
-        let f = ISO8601DateFormatter()
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f.date(from: s)
-    }
+    static func date(_ s: String) -> Date? { UTCText.parse(s) }
 }
