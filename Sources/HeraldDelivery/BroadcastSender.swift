@@ -67,7 +67,7 @@ public final class BroadcastSender: @unchecked Sendable {
         var lastRenewal: UInt64 = 0
 
         mutating func renew(now: UInt64) {
-            guard now &- lastRenewal >= ConnectionWorker.renewalInterval else { return }
+            guard now &- lastRenewal >= ConnectionReactions.renewalInterval else { return }
             session = HTTPSession()
             lastRenewal = now
         }

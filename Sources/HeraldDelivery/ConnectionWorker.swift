@@ -33,17 +33,10 @@ final class ConnectionWorker: @unchecked Sendable {
     private var fieldsToNghttp2: Bool
     /// This worker's test-only counts, handed to `shared.probe` when it stops.
     private var probe = SenderProbe()
-    private var renewRequested = false
-    private var lastRenewal: UInt64 = 0
-    private var connectFailures = 0
-    private var reconnectAt: UInt64 = 0
+    private var reactions = ConnectionReactions()
     private var lastActivity: UInt64 = uptimeNanoseconds()
     private var failureEvent = 0
     private var done: [PushResult] = []
-
-    /// At most one "retry on a new connection" renewal per this many nanoseconds: a 503 storm
-    /// must not turn into a handshake storm.
-    static let renewalInterval: UInt64 = 2_000_000_000
 
     init(id: Int, settings: ConnectionSettings, shared: EngineShared) throws(DeliveryError) {
         self.id = id
@@ -67,11 +60,11 @@ final class ConnectionWorker: @unchecked Sendable {
             let now = uptimeNanoseconds()
             let stopping = shared.stopped.load(ordering: .relaxed)
             if stopping && activeCount == 0 { break }
-            if renewRequested { retireCurrent() }
+            if reactions.renewRequested { retireCurrent() }
             if let c = current, c.active == 0, now &- lastActivity > UInt64(settings.idleTimeoutMs) * 1_000_000 {
                 current = nil   // closes the idle connection; the next request opens a new one
             }
-            if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reconnectAt {
+            if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reactions.reconnectAt {
                 startRequests(now: now)
             }
             performAll()
@@ -128,8 +121,7 @@ final class ConnectionWorker: @unchecked Sendable {
     /// The connection new requests go to; a fresh one when the token changes sooner than Apple
     /// allows on one connection.
     private func connection(for jwt: String?) throws(DeliveryError) -> StreamConnection {
-        if let c = current, let used = c.jwt, let jwt, used != jwt,
-           let adopted = c.jwtAdoptedAt, Date().timeIntervalSince(adopted) < ProviderToken.minimumReuse {
+        if let c = current, ConnectionReactions.tokenNeedsFreshConnection(used: c.jwt, adoptedAt: c.jwtAdoptedAt, next: jwt) {
             retireCurrent()
         }
         let c: StreamConnection
@@ -161,11 +153,10 @@ final class ConnectionWorker: @unchecked Sendable {
 
     /// New requests go to a new connection; the old one finishes its streams, then closes.
     private func retireCurrent() {
-        renewRequested = false
+        reactions.renewed(now: uptimeNanoseconds())
         guard let c = current else { return }
         current = nil
         if c.active > 0 { draining.append(c) }
-        lastRenewal = uptimeNanoseconds()
     }
 
     // MARK: driving libcurl
@@ -250,26 +241,11 @@ final class ConnectionWorker: @unchecked Sendable {
         switch outcome {
         case .transportFailure:
             if StreamSlot.isConnectFailure(code), newEvent {
-                connectFailures += 1
-                let delay = RetryBackoff.reconnect.delay(attempt: connectFailures)
-                reconnectAt = max(reconnectAt, now + UInt64(delay * 1e9))
+                reactions.connectFailed(now: now)
                 if slot.connection === current { retireCurrent() }
             }
         case .answered:
-            connectFailures = 0
-            switch outcome.meaning {
-            case .abortCampaign:
-                // Every further request would get the same answer: stop before the runner even hears of it.
-                shared.halted.store(true, ordering: .relaxed)
-            case .refreshTokenAndRetry:
-                // Re-sign once (whoever sees it first) and move to a fresh connection.
-                if let jwt = slot.jwt { shared.token?.invalidate(rejected: jwt) }
-                if slot.connection === current { renewRequested = true }
-            case .retryLater(newConnection: true, _) where slot.connection === current && now &- lastRenewal >= Self.renewalInterval:
-                renewRequested = true
-            default:
-                break
-            }
+            reactions.answered(outcome, jwt: slot.jwt, onCurrent: slot.connection === current, now: now, shared: shared)
         }
         let latency = Int((now &- slot.startedAt) / 1_000_000)
         if let job = slot.job {
@@ -291,7 +267,7 @@ final class ConnectionWorker: @unchecked Sendable {
         let feedWaiting = !blocked && shared.feed.withLock { $0.count } > 0
         var timeoutMs: Int32 = 100
         if draining.count > 0 { timeoutMs = 2 }
-        let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), reconnectAt)
+        let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), reactions.reconnectAt)
         if feedWaiting && resumeAt > now {
             timeoutMs = min(timeoutMs, Int32(max(1, min(100, (resumeAt - now) / 1_000_000))))
         }

@@ -4,7 +4,7 @@ import HeraldCore
 
 /// One connection's thread of the nghttp2 engine (`apns.engine: nghttp2`): an HTTP/2 connection
 /// on nghttp2 (CHTTP2Client) kept full from the shared feed, the way `ConnectionWorker` keeps a
-/// libcurl multi handle full, with the same policy:
+/// libcurl multi handle full, with the same reactions to answers (`ConnectionReactions`):
 /// - An answer Apple pairs with "retry on a new connection" (503, Shutdown, ExpiredProviderToken…)
 ///   and a GOAWAY retire the connection: new requests go to a fresh one while the old one finishes
 ///   its streams. Streams a GOAWAY refused were never processed; they come back as transport
@@ -49,10 +49,7 @@ final class Nghttp2Worker: @unchecked Sendable {
     private var fields = FieldBlock()
     private var headerJWT: String?
     private var generation = 0
-    private var renewRequested = false
-    private var lastRenewal: UInt64 = 0
-    private var connectFailures = 0
-    private var reconnectAt: UInt64 = 0
+    private var reactions = ConnectionReactions()
     private var lastActivity: UInt64 = uptimeNanoseconds()
     private var lastTimeoutScan: UInt64 = 0
     private var failureEvent = 0
@@ -80,11 +77,11 @@ final class Nghttp2Worker: @unchecked Sendable {
             let now = uptimeNanoseconds()
             let stopping = shared.stopped.load(ordering: .relaxed)
             if stopping && activeCount == 0 { break }
-            if renewRequested { retireCurrent() }
+            if reactions.renewRequested { retireCurrent() }
             if let c = current, c.active == 0, now &- lastActivity > UInt64(settings.idleTimeoutMs) * 1_000_000 {
                 current = nil   // closes the idle connection; the next request opens a new one
             }
-            if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reconnectAt {
+            if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reactions.reconnectAt {
                 startRequests(now: now)
             }
             turnAll()
@@ -157,11 +154,9 @@ final class Nghttp2Worker: @unchecked Sendable {
     }
 
     /// The connection new requests go to: a fresh one when the token changes sooner than Apple
-    /// allows on one connection ("APNs report an error if you use a new token more than once every
-    /// 20 minutes on the same connection": https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
+    /// allows on one connection, or after a GOAWAY.
     private func connection(for jwt: String?) throws(DeliveryError) -> Connection {
-        if let c = current, let used = c.jwt, let jwt, used != jwt,
-           let adopted = c.jwtAdoptedAt, Date().timeIntervalSince(adopted) < ProviderToken.minimumReuse {
+        if let c = current, ConnectionReactions.tokenNeedsFreshConnection(used: c.jwt, adoptedAt: c.jwtAdoptedAt, next: jwt) {
             retireCurrent()
         }
         if let c = current, h2_goaway(c.handle, nil, nil, nil) != 0 { retireCurrent() }
@@ -187,9 +182,7 @@ final class Nghttp2Worker: @unchecked Sendable {
             let why = Self.text(errorText)
             // One failed connect is one event for the circuit breaker, then a backoff.
             failureEvent += 1
-            connectFailures += 1
-            let delay = RetryBackoff.reconnect.delay(attempt: connectFailures)
-            reconnectAt = max(reconnectAt, uptimeNanoseconds() + UInt64(delay * 1e9))
+            reactions.connectFailed(now: uptimeNanoseconds())
             throw .engine(kind == H2_ERR_TRUST ? why : "\(host):\(port): \(why)")
         }
         shared.connectionsOpened.add(1, ordering: .relaxed)
@@ -207,11 +200,10 @@ final class Nghttp2Worker: @unchecked Sendable {
 
     /// New requests go to a new connection; the old one finishes its streams, then closes.
     private func retireCurrent() {
-        renewRequested = false
+        reactions.renewed(now: uptimeNanoseconds())
         guard let c = current else { return }
         current = nil
         if c.active > 0 { draining.append(c) }
-        lastRenewal = uptimeNanoseconds()
     }
 
     // MARK: driving nghttp2
@@ -257,20 +249,7 @@ final class Nghttp2Worker: @unchecked Sendable {
             }
         }
         if case .answered = outcome {
-            connectFailures = 0
-            switch outcome.meaning {
-            case .abortCampaign:
-                // Every further request would get the same answer: stop before the runner even hears of it.
-                shared.halted.store(true, ordering: .relaxed)
-            case .refreshTokenAndRetry:
-                // Re-sign once (whoever sees it first) and move to a fresh connection.
-                if let jwt = p.jwt { shared.token?.invalidate(rejected: jwt) }
-                if c === current { renewRequested = true }
-            case .retryLater(newConnection: true, _) where c === current && now &- lastRenewal >= ConnectionWorker.renewalInterval:
-                renewRequested = true
-            default:
-                break
-            }
+            reactions.answered(outcome, jwt: p.jwt, onCurrent: c === current, now: now, shared: shared)
         }
         var result = PushResult(index: p.job.index, outcome: outcome, latencyMs: Int((now &- p.startedAt) / 1_000_000), httpVersion: 20,
                                 connection: id, event: a.complete != 0 ? 0 : failureEvent)
@@ -327,7 +306,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         let blocked = shared.halted.load(ordering: .relaxed) || shared.stopped.load(ordering: .relaxed)
         let feedWaiting = !blocked && shared.feed.withLock { $0.count } > 0
         var timeoutMs: Int32 = 100
-        let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), reconnectAt)
+        let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), reactions.reconnectAt)
         if feedWaiting && resumeAt > now {
             timeoutMs = min(timeoutMs, Int32(max(1, min(100, (resumeAt - now) / 1_000_000))))
         }

@@ -3,7 +3,6 @@ import HeraldCore
 @testable import HeraldDelivery
 import HeraldSimulator
 import HeraldTestSupport
-import Synchronization
 import Testing
 import X509
 
@@ -107,37 +106,6 @@ import X509
         #expect(sender.counters.connectionsOpened == f.sim.requestLog.stats().connections, "every connection opened is counted")
     }
 
-    @Test func anExpiredProviderTokenIsResignedOnceAndRetriedOnFreshConnections() throws {
-        let f = try Fixture()
-        defer { try? f.sim.shutdown() }
-        let calls = Atomic<Int>(0)
-        let token = try f.token { calls.add(1, ordering: .relaxed).newValue == 1 ? Date().addingTimeInterval(-7200) : Date() }
-        let sender = try Self.sender(f, streams: 20, connections: 2, token: token)
-        let first = Self.stream(sender, StreamingSenderTests.jobs(1...100), ahead: 100)
-        let expired = first.filter { $0.outcome.reason == "ExpiredProviderToken" }
-        #expect(expired.count >= 20 && first.allSatisfy { $0.outcome.status == 200 || $0.outcome.reason == "ExpiredProviderToken" })
-        let again = Self.stream(sender, StreamingSenderTests.jobs(1...100).filter { j in expired.contains { $0.index == j.index } }, ahead: 100)
-        sender.shutdown()
-        #expect(again.allSatisfy { $0.outcome.status == 200 }, "\(again.filter { $0.outcome.status != 200 }.map(\.outcome).prefix(3))")
-        #expect(token.signedCount == 2, "one new signature however many streams reported the expiry")
-        let log = f.sim.requestLog.entries()
-        let expiredOn = Set(log.filter { $0.reason == "ExpiredProviderToken" }.map(\.connection))
-        let okOn = Set(log.filter { $0.status == 200 }.map(\.connection))
-        #expect(expiredOn.isDisjoint(with: okOn), "the new token travels on new connections only")
-    }
-
-    @Test func anIdleConnectionIsClosedAndReopenedWhenWorkComes() throws {
-        let f = try Fixture()
-        defer { try? f.sim.shutdown() }
-        let sender = try Self.sender(f, idleTimeoutMs: 300)
-        #expect(Self.stream(sender, StreamingSenderTests.jobs(1...20), ahead: 20).allSatisfy { $0.outcome.status == 200 })
-        #expect(waitUntil(timeout: 10) { f.sim.requestLog.stats().connectionsClosed == 1 }, "the idle connection is closed")
-        #expect(Self.stream(sender, StreamingSenderTests.jobs(21...40), ahead: 20).allSatisfy { $0.outcome.status == 200 })
-        sender.shutdown()
-        #expect(Set(f.sim.requestLog.entries().map(\.connection)).count == 2)
-        #expect(sender.counters.connectionsOpened == 2)
-    }
-
     @Test func anAnswerThatNeverComesIsResetAndReturnedAsATransportFailure() throws {
         let f = try Fixture { $0.faults.latencyMs = 3_000 }
         defer { try? f.sim.shutdown() }
@@ -150,22 +118,6 @@ import X509
             #expect(why.contains("no answer within the request timeout (300 ms)"), "\(why)")
         }
         #expect(results.allSatisfy { $0.event > 0 }, "a transport failure is an event for the circuit breaker")
-    }
-
-    @Test func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests() throws {
-        let f = try Fixture()
-        defer { try? f.sim.shutdown() }
-        let sender = try Self.sender(f)
-        let resumes = Date().addingTimeInterval(0.5)
-        sender.pause(until: resumes)
-        sender.submit(StreamingSenderTests.jobs(1...30))
-        #expect(sender.results(timeout: 0.1).isEmpty && f.sim.requestLog.count == 0, "paused: nothing starts")
-        #expect(Set(sender.withdrawQueued()) == Set(1...30))
-        let after = Self.stream(sender, StreamingSenderTests.jobs(31...31), ahead: 1)
-        #expect(Date() >= resumes, "the pause held the job until it ended")
-        sender.shutdown()
-        #expect(after.map(\.index) == [31] && after.allSatisfy { $0.outcome.status == 200 }, "\(after.map(\.outcome))")
-        #expect(f.sim.requestLog.count == 1, "withdrawn jobs never leave")
     }
 
     /// The simulator's certificate is not in the system's trust store: nothing is sent, and the

@@ -145,13 +145,15 @@ import Testing
         #expect(sender.counters.connectionsOpened == f.sim.requestLog.stats().connections, "every connection libcurl opened is counted")
     }
 
-    @Test func anExpiredProviderTokenIsResignedOnceAndRetriedOnFreshConnections() throws {
+    /// On both engines (`apns.engine`).
+    @Test(arguments: EnginesUnderTest.all)
+    func anExpiredProviderTokenIsResignedOnceAndRetriedOnFreshConnections(engine: String) throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
         // The first token is signed two hours in the past: APNs calls it expired.
         let calls = Atomic<Int>(0)
         let token = try f.token { calls.add(1, ordering: .relaxed).newValue == 1 ? Date().addingTimeInterval(-7200) : Date() }
-        let sender = try APNsSender(settings: f.settings(streams: 20), connections: 2, token: token)
+        let sender = try APNsSender(settings: f.settings(streams: 20), connections: 2, token: token, engine: DeliveryEngine(rawValue: engine)!)
         let first = Self.stream(sender, Self.jobs(1...100), ahead: 100)
         // Requests that started after the first expiry already carry the new token.
         let expired = first.filter { $0.outcome.reason == "ExpiredProviderToken" }
@@ -167,10 +169,12 @@ import Testing
         #expect(!log.contains { $0.reason == "TooManyProviderTokenUpdates" })
     }
 
-    @Test func anIdleConnectionIsClosedAndReopenedWhenWorkComes() throws {
+    /// On both engines (`apns.engine`).
+    @Test(arguments: EnginesUnderTest.all)
+    func anIdleConnectionIsClosedAndReopenedWhenWorkComes(engine: String) throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(idleTimeoutMs: 300), connections: 1, token: try f.token())
+        let sender = try APNsSender(settings: f.settings(idleTimeoutMs: 300), connections: 1, token: try f.token(), engine: DeliveryEngine(rawValue: engine)!)
         #expect(Self.stream(sender, Self.jobs(1...20), ahead: 20).allSatisfy { $0.outcome.status == 200 })
         // The worker closes the connection 300 ms after its last answer, with no new work to wake it.
         #expect(waitUntil(timeout: 10) { f.sim.requestLog.stats().connectionsClosed == 1 }, "the idle connection is closed")
@@ -197,10 +201,12 @@ import Testing
         #expect(resets.resetsPassed >= 5 && resets.resetsDropped == 0, "\(resets)")
     }
 
-    @Test func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests() throws {
+    /// On both engines (`apns.engine`).
+    @Test(arguments: EnginesUnderTest.all)
+    func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests(engine: String) throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(), connections: 1, token: try f.token())
+        let sender = try APNsSender(settings: f.settings(), connections: 1, token: try f.token(), engine: DeliveryEngine(rawValue: engine)!)
         let resumes = Date().addingTimeInterval(0.5)
         sender.pause(until: resumes)
         sender.submit(Self.jobs(1...30))
