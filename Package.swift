@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(name: "HeraldPayloadTests", dependencies: ["HeraldPayload", "HeraldTestSupport"]),
         .testTarget(name: "HeraldStateTests", dependencies: ["HeraldState", "HeraldCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldDeliveryTests", dependencies: [
-            "HeraldDelivery", "HeraldSimulator", "HeraldTestSupport",
+            "HeraldDelivery", "HeraldSimulator", "HeraldTestSupport", "CHTTP2Client",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "X509", package: "swift-certificates"),
         ]),

@@ -171,7 +171,7 @@ static void unlink_stream(h2_conn *c, struct h2_stream *s) {
 }
 
 // The stream is over: its answer (or its absence) goes to the caller, its memory back.
-static void finish(h2_conn *c, struct h2_stream *s, uint32_t code, int lost) {
+static void finish(h2_conn *c, struct h2_stream *s, uint32_t code, int lost, int not_sent) {
     h2_answer *a = add_answer(c);
     if (a) {
         a->cookie = s->cookie;
@@ -181,6 +181,7 @@ static void finish(h2_conn *c, struct h2_stream *s, uint32_t code, int lost) {
         a->cancelled = s->cancelled;
         a->reset_code = code;
         a->lost = lost;
+        a->not_sent = not_sent;
         a->apns_id_len = s->apns_id_len;
         memcpy(a->apns_id, s->apns_id, s->apns_id_len);
         a->unique_id_len = s->unique_id_len;
@@ -258,7 +259,30 @@ static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *
 
 static int on_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data) {
     struct h2_stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
-    if (s) finish(user_data, s, error_code, 0);
+    if (s) finish(user_data, s, error_code, 0, 0);
+    return 0;
+}
+
+// A stream still waiting in this connection's list by its id: one whose HEADERS nghttp2 has not
+// sent yet has no nghttp2 stream (nor stream user data) until it leaves.
+static struct h2_stream *find_waiting(h2_conn *c, int32_t stream_id) {
+    for (struct h2_stream *s = c->streams; s; s = s->next) {
+        if (s->stream_id == stream_id) return s;
+    }
+    return NULL;
+}
+
+// nghttp2 could not send a request's HEADERS (the session was going away while the request waited
+// in its queue). nghttp2 opens a request's stream only when its HEADERS leave, so no
+// on_stream_close follows: it is answered here as never sent. A stream that was opened is left to
+// on_stream_close. (Requests nghttp2 simply keeps queued after a GOAWAY are answered the same way
+// when the connection ends: h2_turn.)
+static int on_not_sent(nghttp2_session *session, const nghttp2_frame *frame, int lib_error_code, void *user_data) {
+    (void)lib_error_code;
+    h2_conn *c = user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS || nghttp2_session_find_stream(session, frame->hd.stream_id)) return 0;
+    struct h2_stream *s = find_waiting(c, frame->hd.stream_id);
+    if (s) finish(c, s, 0, 0, 1);
     return 0;
 }
 
@@ -390,6 +414,7 @@ static int start_session(h2_conn *c) {
     REAL(nghttp2_session_callbacks_set_on_stream_close_callback)(cb, on_close);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, on_not_sent);
     // Closed streams are not kept for the priority tree (herald sets no priorities): each would
     // hold its memory after its answer (https://nghttp2.org/documentation/nghttp2_option_set_no_closed_streams.html).
     nghttp2_option *option;
@@ -477,7 +502,9 @@ int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const ui
 }
 
 int h2_cancel(h2_conn *c, int32_t stream_id) {
+    // A request still queued is cancelled by nghttp2 before it leaves (then on_not_sent answers it).
     struct h2_stream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
+    if (!s) s = find_waiting(c, stream_id);
     if (!s) return 0;
     s->cancelled = 1;
     return REAL(nghttp2_submit_rst_stream)(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
@@ -485,11 +512,15 @@ int h2_cancel(h2_conn *c, int32_t stream_id) {
 
 // ---------- I/O ----------
 
-// Every stream still open is answered as lost; the connection takes no more.
+// Every stream still open is answered as lost, and a request nghttp2 still held in its queue
+// (no stream opened: its HEADERS never left) as never sent; the connection takes no more.
 static int fail(h2_conn *c, char *err, size_t errlen, const char *fmt, const char *detail) {
     set_err(err, errlen, fmt, detail);
     c->failed = 1;
-    while (c->streams) finish(c, c->streams, 0, 1);
+    while (c->streams) {
+        int opened = nghttp2_session_find_stream(c->session, c->streams->stream_id) != NULL;
+        finish(c, c->streams, 0, opened, !opened);
+    }
     return -1;
 }
 
@@ -575,8 +606,9 @@ int h2_turn(h2_conn *c, char *err, size_t errlen) {
     pipe_guard_end(&guard);
     if (rv < 0) return -1;
     if (!nghttp2_session_want_read(c->session) && !h2_wants_write(c)) {
-        // nghttp2 is done with the connection (GOAWAY both ways, nothing open).
-        while (c->streams) finish(c, c->streams, NGHTTP2_REFUSED_STREAM, 0);
+        // nghttp2 is done with the connection (a GOAWAY, nothing open). A request still listed was
+        // held in nghttp2's queue, and nghttp2 sends nothing new after a GOAWAY: it never left.
+        while (c->streams) finish(c, c->streams, 0, 0, 1);
         set_err(err, errlen, "connection ended after GOAWAY%s", "");
         c->failed = 1;
         return 1;

@@ -124,7 +124,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         }
         let conn: Connection
         do { conn = try connection(for: jwt) } catch {
-            fail(jobs, why: error.description)
+            fail(jobs, why: error.why)
             return
         }
         if jwt != headerJWT || generation == 0 {
@@ -155,7 +155,7 @@ final class Nghttp2Worker: @unchecked Sendable {
 
     /// The connection new requests go to: a fresh one when the token changes sooner than Apple
     /// allows on one connection, or after a GOAWAY.
-    private func connection(for jwt: String?) throws(DeliveryError) -> Connection {
+    private func connection(for jwt: String?) throws(ConnectFailed) -> Connection {
         if let c = current, ConnectionReactions.tokenNeedsFreshConnection(used: c.jwt, adoptedAt: c.jwtAdoptedAt, next: jwt) {
             retireCurrent()
         }
@@ -174,7 +174,11 @@ final class Nghttp2Worker: @unchecked Sendable {
         return c
     }
 
-    private func open() throws(DeliveryError) -> Connection {
+    /// Why a connection could not be opened, as each request it held is answered: a trust failure
+    /// keeps CHTTP2Client's "TLS trust:" text (`PushOutcome.isTrustFailure`: the run stops).
+    struct ConnectFailed: Error { let why: String }
+
+    private func open() throws(ConnectFailed) -> Connection {
         var kind = H2_OK
         let handle = h2_connect(tls.context, host, port, authority, Int32(clamping: settings.connectTimeoutMs),
                                 Int32(clamping: settings.keepAliveSeconds), &kind, &errorText, errorText.count)
@@ -183,17 +187,15 @@ final class Nghttp2Worker: @unchecked Sendable {
             // One failed connect is one event for the circuit breaker, then a backoff.
             failureEvent += 1
             reactions.connectFailed(now: uptimeNanoseconds())
-            throw .engine(kind == H2_ERR_TRUST ? why : "\(host):\(port): \(why)")
+            throw ConnectFailed(why: kind == H2_ERR_TRUST ? why : "\(host):\(port): \(why)")
         }
         shared.connectionsOpened.add(1, ordering: .relaxed)
         return Connection(handle)
     }
 
     private func fail(_ jobs: some Sequence<PushJob>, why: String) {
-        // A trust failure keeps its "TLS trust:" prefix (PushOutcome.isTrustFailure): the run stops.
-        let text = why.hasPrefix("apns.engine nghttp2: TLS trust:") ? String(why.dropFirst("apns.engine nghttp2: ".count)) : why
         for job in jobs {
-            done.append(PushResult(index: job.index, outcome: .transportFailure(text), latencyMs: 0, httpVersion: 0, connection: id,
+            done.append(PushResult(index: job.index, outcome: .transportFailure(why), latencyMs: 0, httpVersion: 0, connection: id,
                                    event: failureEvent))
         }
     }
@@ -277,6 +279,7 @@ final class Nghttp2Worker: @unchecked Sendable {
     static func noAnswer(_ a: h2_answer, lostWhy: String, timeoutMs: Int) -> String {
         if a.cancelled != 0 { return "no answer within the request timeout (\(timeoutMs) ms); the stream was reset" }
         if a.lost != 0 { return lostWhy.isEmpty ? "connection lost" : lostWhy }
+        if a.not_sent != 0 { return "the request never left: its connection was going away (GOAWAY)" }
         switch a.reset_code {
         case 7: return "APNs refused the stream (REFUSED_STREAM) before processing it"
         case 0: return "the stream ended without an answer"

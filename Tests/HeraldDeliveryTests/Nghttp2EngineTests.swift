@@ -32,7 +32,7 @@ import X509
         sender.shutdown()
         #expect(results.count == 1_000)
         #expect(Set(results.map(\.index)) == Set(1...1_000))
-        #expect(results.allSatisfy { $0.outcome.status == 200 && $0.httpVersion == 20 })
+        #expect(results.allSatisfy { $0.outcome.status == 200 && $0.httpVersion == 20 }, "\(Set(results.filter { $0.outcome.status != 200 }.map { "\($0.outcome)" }))")
         let sentIds = Dictionary(uniqueKeysWithValues: jobs.map { ($0.index, $0.request.apnsId) })
         #expect(results.allSatisfy { r in
             if case .answered(_, let id, _, _) = r.outcome { return id == sentIds[r.index] }

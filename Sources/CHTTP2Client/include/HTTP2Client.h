@@ -56,6 +56,7 @@ typedef struct {
     int32_t cancelled;      // 1: h2_cancel reset it
     uint32_t reset_code;    // the RST_STREAM (or GOAWAY refusal) error code, 0 if none
     int32_t lost;           // 1: the connection died with the stream open
+    int32_t not_sent;       // 1: the request never left (the connection was going away first)
     uint16_t apns_id_len;
     uint16_t unique_id_len;
     char apns_id[48];
