@@ -83,6 +83,7 @@ struct h2_conn {
     char goaway_debug[256];
     size_t goaway_debug_len;
     int failed;
+    int settings_received;
     // Frames nghttp2 produced and TLS has not taken yet (SSL_write wants the same bytes again).
     uint8_t out[OUT_CAPACITY];
     size_t out_len, out_off;
@@ -242,6 +243,10 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, c
 
 static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
     h2_conn *c = user_data;
+    if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
+        c->settings_received = 1;
+        return 0;
+    }
     if (frame->hd.type == NGHTTP2_GOAWAY) {
         c->goaway = 1;
         c->goaway_code = frame->goaway.error_code;
@@ -453,6 +458,26 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
         set_err(err, errlen, "nghttp2: %s", nghttp2_strerror(rv));
         h2_close(c);
         return NULL;
+    }
+    // The server's SETTINGS come first (RFC 9113 §3.4), with its SETTINGS_MAX_CONCURRENT_STREAMS:
+    // until they are read nghttp2 assumes 100, and APNs "allows only one stream until you post a
+    // request with a valid authentication token"
+    // (https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns):
+    // requests above the real limit would only be refused.
+    while (!c->settings_received) {
+        if (h2_turn(c, err, errlen) != 0) {
+            *kind = H2_ERR_PROTOCOL;
+            h2_close(c);
+            return NULL;
+        }
+        if (c->settings_received) break;
+        int w = wait_fd(c->fd, POLLIN, deadline);
+        if (w <= 0) {
+            *kind = H2_ERR_PROTOCOL;
+            set_err(err, errlen, "the server sent no HTTP/2 SETTINGS %s", w == 0 ? "in time" : strerror(errno));
+            h2_close(c);
+            return NULL;
+        }
     }
     return c;
 }

@@ -82,12 +82,12 @@ final class Nghttp2Worker: @unchecked Sendable {
                 current = nil   // closes the idle connection; the next request opens a new one
             }
             if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reactions.reconnectAt {
-                startRequests(now: now)
+                startRequests()
             }
             turnAll()
             if now &- lastTimeoutScan > 100_000_000 {
                 lastTimeoutScan = now
-                cancelOverdue(now: now)
+                cancelOverdue()
             }
             if !done.isEmpty {
                 shared.results.push(done)
@@ -110,7 +110,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         return limit - (current?.active ?? 0)
     }
 
-    private func startRequests(now: UInt64) {
+    private func startRequests() {
         let room = self.room
         guard room > 0 else { return }
         let jobs = shared.feed.withLock { $0.take(room) }
@@ -131,6 +131,9 @@ final class Nghttp2Worker: @unchecked Sendable {
             headerJWT = jwt
             generation += 1
         }
+        // A new connection may have taken up to the connect timeout: each request's own timeout
+        // starts when it is handed to nghttp2.
+        let now = uptimeNanoseconds()
         for job in jobs {
             let r = job.request
             let key = StreamSlot.HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
@@ -297,9 +300,11 @@ final class Nghttp2Worker: @unchecked Sendable {
     }
 
     /// Resets every request older than the request timeout; its answer comes back as `cancelled`.
-    private func cancelOverdue(now: UInt64) {
+    private func cancelOverdue() {
         let limit = UInt64(settings.requestTimeoutMs) * 1_000_000
-        for case let p? in pending where now &- p.startedAt > limit {
+        // Read now: a request started in this turn, after a connect, is younger than the turn.
+        let now = uptimeNanoseconds()
+        for case let p? in pending where now > p.startedAt && now - p.startedAt > limit {
             _ = h2_cancel(p.connection.handle, p.streamId)
         }
     }
