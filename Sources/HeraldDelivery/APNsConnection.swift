@@ -142,17 +142,10 @@ public final class APNsConnection {
             return PushResult(index: e.requestIndex, outcome: .transportFailure("curl error \(code.rawValue): \(text)"),
                               latencyMs: latency, httpVersion: version)
         }
-        let status = e.responseCode
         let apnsId = e.buffers.pointee.apnsId.isEmpty ? nil : String(decoding: e.buffers.pointee.apnsId, as: UTF8.self)
-        var reason: APNsReason?
-        var timestamp: Int64?
-        if status != 200, let body = ResponseBody.parse(e.buffers.pointee.body) {
-            reason = body.reason.map { APNsReason($0) }
-            timestamp = body.timestamp
-        }
+        let outcome = ResponseBody.outcome(status: e.responseCode, apnsId: apnsId) { e.buffers.pointee.body }
         let uniqueId = e.buffers.pointee.apnsUniqueId.isEmpty ? nil : String(decoding: e.buffers.pointee.apnsUniqueId, as: UTF8.self)
-        var result = PushResult(index: e.requestIndex, outcome: .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp),
-                                latencyMs: latency, httpVersion: version)
+        var result = PushResult(index: e.requestIndex, outcome: outcome, latencyMs: latency, httpVersion: version)
         result.apnsUniqueId = uniqueId
         return result
     }
@@ -164,5 +157,12 @@ enum ResponseBody {
     static func parse(_ bytes: [UInt8]) -> Parsed? {
         guard !bytes.isEmpty else { return nil }
         return try? JSONDecoder().decode(Parsed.self, from: Data(bytes))
+    }
+
+    /// An answer as every sender records it: the status and apns-id, and for anything but 200 the
+    /// reason and timestamp its body carries (a 200's body is not read).
+    static func outcome(status: Int, apnsId: String?, body: () -> [UInt8]) -> PushOutcome {
+        let parsed = status == 200 ? nil : parse(body())
+        return .answered(status: status, apnsId: apnsId, reason: parsed?.reason.map { APNsReason($0) }, timestamp: parsed?.timestamp)
     }
 }

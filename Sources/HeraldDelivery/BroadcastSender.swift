@@ -112,9 +112,7 @@ public final class BroadcastSender: @unchecked Sendable {
                 w.lastRenewal = done
             case .success(let answer):
                 w.connectFailures = 0
-                let parsed = answer.status == 200 ? nil : ResponseBody.parse(answer.body)
-                let outcome = PushOutcome.answered(status: answer.status, apnsId: answer.headers["apns-request-id"],
-                                                   reason: parsed?.reason.map { APNsReason($0) }, timestamp: parsed?.timestamp)
+                let outcome = ResponseBody.outcome(status: answer.status, apnsId: answer.headers["apns-request-id"]) { answer.body }
                 out = PushResult(index: job.index, outcome: outcome, latencyMs: latency, connection: connection)
                 out.apnsUniqueId = answer.headers["apns-unique-id"]
                 switch outcome.meaning {

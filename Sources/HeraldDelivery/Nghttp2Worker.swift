@@ -268,14 +268,9 @@ final class Nghttp2Worker: @unchecked Sendable {
             let id = Self.text(a.apns_id, Int(a.apns_id_len))
             apnsId = id == sent ? sent : id
         }
-        var reason: APNsReason?
-        var timestamp: Int64?
-        if a.status != 200, let body = a.body, a.body_len > 0,
-           let parsed = ResponseBody.parse(Array(UnsafeBufferPointer(start: body, count: a.body_len))) {
-            reason = parsed.reason.map { APNsReason($0) }
-            timestamp = parsed.timestamp
+        return ResponseBody.outcome(status: Int(a.status), apnsId: apnsId) {
+            a.body.map { Array(UnsafeBufferPointer(start: $0, count: a.body_len)) } ?? []
         }
-        return .answered(status: Int(a.status), apnsId: apnsId, reason: reason, timestamp: timestamp)
     }
 
     /// Why a request has no answer; each is resent with the same apns-id.

@@ -238,16 +238,7 @@ final class StreamSlot {
             if text.isEmpty { text = String(cString: curl_easy_strerror(code)) }
             return .transportFailure("curl error \(code.rawValue): \(text)")
         }
-        let status = easy.responseCode
-        let b = easy.buffers.pointee
-        let apnsId = answerApnsId
-        var reason: APNsReason?
-        var timestamp: Int64?
-        if status != 200, let parsed = ResponseBody.parse(b.body) {
-            reason = parsed.reason.map { APNsReason($0) }
-            timestamp = parsed.timestamp
-        }
-        return .answered(status: status, apnsId: apnsId, reason: reason, timestamp: timestamp)
+        return ResponseBody.outcome(status: easy.responseCode, apnsId: answerApnsId) { easy.buffers.pointee.body }
     }
 
     /// New connections libcurl opened for this transfer (reconnects included).
