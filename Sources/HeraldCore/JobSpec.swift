@@ -147,7 +147,7 @@ public enum LibcurlShimsSetting: String, Sendable, CaseIterable {
 }
 
 /// `apns.engine`: libcurl's multi interface (one easy handle per stream in flight), or herald's
-/// own connection on nghttp2 and OpenSSL (a few hundred bytes per stream; no proxy).
+/// own connection on nghttp2 and OpenSSL (a few hundred bytes per stream).
 public enum DeliveryEngine: String, Sendable, CaseIterable {
     case libcurl, nghttp2
 }

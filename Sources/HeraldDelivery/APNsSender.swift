@@ -32,16 +32,10 @@ public final class APNsSender: @unchecked Sendable {
             LibcurlShims.engage(environment: ProcessInfo.processInfo.environment)
             for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }
         case .nghttp2:
-            if let proxy = settings.proxy, proxy.url != nil {
-                throw .engine("it connects to APNs directly and cannot go through \(proxy); use engine: libcurl")
-            }
-            if settings.proxy == nil && ProxySettings.environmentNamesAProxy,
-               !ProxySettings.environmentExempts(host: URL(string: settings.baseURL)?.host ?? "") {
-                throw .engine("the environment names a proxy (https_proxy or all_proxy) and nghttp2 connects directly; "
-                              + "unset it, list the APNs host in no_proxy, or use engine: libcurl")
-            }
+            let apnsHost = URLComponents(string: settings.baseURL)?.host ?? ""
+            let tunnel = try ProxyTunnel.resolve(settings.proxy, apnsHost: apnsHost.hasPrefix("[") ? String(apnsHost.dropFirst().dropLast()) : apnsHost)
             let tls = try Nghttp2TLS(trust: settings.trust, identity: settings.identity)
-            for i in 0..<max(1, count) { ws.append(try Nghttp2Worker(id: i + 1, settings: settings, shared: shared, tls: tls)) }
+            for i in 0..<max(1, count) { ws.append(try Nghttp2Worker(id: i + 1, settings: settings, shared: shared, tls: tls, tunnel: tunnel)) }
         }
         workers = ws
         self.token = token

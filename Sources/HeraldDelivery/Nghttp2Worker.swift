@@ -23,6 +23,7 @@ final class Nghttp2Worker: @unchecked Sendable {
     private let host: String
     private let port: String
     private let authority: String
+    private let tunnel: ProxyTunnel?
 
     /// A request in flight: what its answer is recorded against.
     private struct Pending {
@@ -56,11 +57,12 @@ final class Nghttp2Worker: @unchecked Sendable {
     private var done: [PushResult] = []
     private var errorText = [CChar](repeating: 0, count: 512)
 
-    init(id: Int, settings: ConnectionSettings, shared: EngineShared, tls: Nghttp2TLS) throws(DeliveryError) {
+    init(id: Int, settings: ConnectionSettings, shared: EngineShared, tls: Nghttp2TLS, tunnel: ProxyTunnel?) throws(DeliveryError) {
         self.id = id
         self.settings = settings
         self.shared = shared
         self.tls = tls
+        self.tunnel = tunnel
         self.wake = try WakePipe()
         guard let url = URL(string: settings.baseURL), url.scheme == "https", let host = url.host, !host.isEmpty else {
             throw .engine("\(settings.baseURL) is not an https:// URL")
@@ -183,17 +185,37 @@ final class Nghttp2Worker: @unchecked Sendable {
 
     private func open() throws(ConnectFailed) -> Connection {
         var kind = H2_OK
-        let handle = h2_connect(tls.context, host, port, authority, Int32(clamping: settings.connectTimeoutMs),
-                                Int32(clamping: settings.keepAliveSeconds), &kind, &errorText, errorText.count)
+        let connect = { (proxy: UnsafePointer<h2_proxy>?) in
+            h2_connect(self.tls.context, self.host, self.port, self.authority, proxy, Int32(clamping: self.settings.connectTimeoutMs),
+                       Int32(clamping: self.settings.keepAliveSeconds), &kind, &self.errorText, self.errorText.count)
+        }
+        let handle: OpaquePointer?
+        if let tunnel {
+            handle = tunnel.host.withCString { h in
+                tunnel.port.withCString { p in
+                    Self.withOptionalCString(tunnel.authorization) { a in
+                        var proxy = h2_proxy(host: h, port: p, authorization: a)
+                        return connect(&proxy)
+                    }
+                }
+            }
+        } else {
+            handle = connect(nil)
+        }
         guard let handle else {
             let why = Self.text(errorText)
             // One failed connect is one event for the circuit breaker, then a backoff.
             failureEvent += 1
             reactions.connectFailed(now: uptimeNanoseconds())
-            throw ConnectFailed(why: kind == H2_ERR_TRUST ? why : "\(host):\(port): \(why)")
+            throw ConnectFailed(why: kind == H2_ERR_TRUST ? why : "\(host):\(port)\(tunnel.map { " via \($0)" } ?? ""): \(why)")
         }
         shared.connectionsOpened.add(1, ordering: .relaxed)
         return Connection(handle)
+    }
+
+    private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+        guard let s else { return body(nil) }
+        return s.withCString { body($0) }
     }
 
     private func fail(_ jobs: some Sequence<PushJob>, why: String) {

@@ -4,8 +4,9 @@ import HeraldCore
 
 /// How connections reach APNs (`apns.proxy`): directly, or through an HTTP proxy's CONNECT tunnel,
 /// inside which TLS (and the certificate or token) stays end to end between herald and APNs.
-/// Credentials are read from the environment when the run starts and go only to libcurl
-/// (CURLOPT_PROXYUSERNAME/PROXYPASSWORD); `description` shows the URL alone.
+/// Credentials are read from the environment when the run starts and go only to the proxy, through
+/// libcurl (CURLOPT_PROXYUSERNAME/PROXYPASSWORD) or the nghttp2 engine's tunnel (`ProxyTunnel`);
+/// `description` shows the URL alone.
 public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// `http://host:port`, or nil to connect directly.
     public let url: String?
@@ -43,21 +44,6 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
     static let environmentNamesAProxy = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { name in
         guard let v = getenv(name) else { return false }
         return v.pointee != 0
-    }
-
-    /// Whether `no_proxy` (or `NO_PROXY`) exempts `host` from the environment's proxy, as libcurl
-    /// reads it (https://curl.se/libcurl/c/CURLOPT_NOPROXY.html): `*`, the host itself, or a
-    /// domain it is in (with or without a leading dot), comma-separated.
-    static func environmentExempts(host: String) -> Bool {
-        guard let raw = getenv("no_proxy") ?? getenv("NO_PROXY") else { return false }
-        let host = host.lowercased()
-        for item in String(cString: raw).split(separator: ",") {
-            var entry = item.trimmingCharacters(in: .whitespaces).lowercased()
-            if entry == "*" { return true }
-            if entry.hasPrefix(".") { entry.removeFirst() }
-            if !entry.isEmpty && (host == entry || host.hasSuffix("." + entry)) { return true }
-        }
-        return false
     }
 
     /// Applies `settings` to a handle; nil is libcurl's default, the environment's proxy, which

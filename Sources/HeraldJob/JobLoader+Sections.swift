@@ -116,9 +116,6 @@ extension Context {
         }
         let shims = try m.choice("libcurl_shims", LibcurlShimsSetting.self)
         let engine = try m.choice("engine", DeliveryEngine.self)
-        if engine == .nghttp2, proxy != nil {
-            throw m.error("engine", "is nghttp2, which connects to APNs directly and cannot go through apns.proxy; use engine: libcurl with a proxy")
-        }
         var channelsEndpoint = try m.string("channels_endpoint")
         if let o = overrides.channelsEndpoint { channelsEndpoint = o }
         if let text = channelsEndpoint {

@@ -53,10 +53,9 @@ import Testing
         #expect(try load(apns: "  engine: libcurl", auth: true).apns.engine == .libcurl)
         let unknown = try failure(apns: "  engine: nio", auth: true)
         #expect(unknown.message.contains("apns.engine must be one of libcurl, nghttp2, not \"nio\""), "\(unknown)")
-        // The engine connects directly: a proxy with it is a mistake the job file shows at once.
-        let proxied = try failure(apns: "  engine: nghttp2\n  proxy: { url: \"http://127.0.0.1:3128\" }", auth: true)
-        #expect(proxied.message.contains("apns.engine is nghttp2, which connects to APNs directly and cannot go through apns.proxy"), "\(proxied)")
-        #expect(proxied.line == 7, "\(proxied)")
+        // Both engines tunnel through apns.proxy.
+        let proxied = try load(apns: "  engine: nghttp2\n  proxy: { url: \"http://127.0.0.1:3128\" }", auth: true)
+        #expect(proxied.apns.engine == .nghttp2 && proxied.apns.proxy == .http(url: "http://127.0.0.1:3128", userEnv: nil, passwordEnv: nil))
     }
 
     @Test func certificateMistakesNameTheField() throws {

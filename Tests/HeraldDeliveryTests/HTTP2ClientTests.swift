@@ -49,7 +49,7 @@ import Testing
             return h2_tls_new(&o, &err, err.count)
         })
         var kind = H2_OK
-        let c = try #require(h2_connect(tls, "127.0.0.1", String(f.sim.port), "127.0.0.1:\(f.sim.port)", 5_000, 60, &kind, &err, err.count))
+        let c = try #require(h2_connect(tls, "127.0.0.1", String(f.sim.port), "127.0.0.1:\(f.sim.port)", nil, 5_000, 60, &kind, &err, err.count))
         return Connected(tls: tls, connection: c)
     }
 

@@ -167,15 +167,41 @@ import X509
         #expect(sender.counters.connectionsOpened == 0)
     }
 
-    @Test func aProxyIsRefusedBecauseTheEngineConnectsDirectly() throws {
-        var settings = ConnectionSettings(baseURL: "https://127.0.0.1:1", trust: .system)
-        settings.proxy = .http("http://127.0.0.1:3128")
-        #expect(throws: DeliveryError.self) { try APNsSender(settings: settings, connections: 1, token: nil, engine: .nghttp2) }
-        do {
-            _ = try APNsSender(settings: settings, connections: 1, token: nil, engine: .nghttp2)
-        } catch {
-            #expect("\(error)".contains("cannot go through proxy http://127.0.0.1:3128"), "\(error)")
+    @Test func pushesGoThroughTheProxysTunnelWithItsCredentials() throws {
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
+        defer { proxy.stop() }
+        var settings = f.settings(streams: 40)
+        settings.proxy = try ProxySettings.resolve(.http(url: proxy.url, userEnv: "U", passwordEnv: "P"),
+                                                   environment: ["U": "herald", "P": "pr0xy-s3cret"])
+        let sender = try APNsSender(settings: settings, connections: 2, token: try f.token(), engine: .nghttp2)
+        let results = Self.stream(sender, StreamingSenderTests.jobs(1...200), ahead: 80)
+        sender.shutdown()
+        #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 }, "\(Set(results.map { "\($0.outcome)" }))")
+        #expect(f.sim.requestLog.count == 200)
+        #expect(proxy.tunnels == 2 && proxy.refused == 0, "one tunnel per connection: \(proxy.tunnels), refused \(proxy.refused)")
+        #expect(proxy.tunnelTargets == Array(repeating: "127.0.0.1:\(f.sim.port)", count: 2), "\(proxy.tunnelTargets)")
+    }
+
+    @Test func aProxyThatRefusesTheTunnelIsAConnectFailureThatNamesItButNotThePassword() throws {
+        let f = try Fixture()
+        defer { try? f.sim.shutdown() }
+        let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
+        defer { proxy.stop() }
+        var settings = f.settings(streams: 10)
+        settings.proxy = try ProxySettings.resolve(.http(url: proxy.url, userEnv: "U", passwordEnv: "P"),
+                                                   environment: ["U": "herald", "P": "not-it-42"])
+        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token(), engine: .nghttp2)
+        let results = Self.stream(sender, StreamingSenderTests.jobs(1...3), ahead: 3)
+        sender.shutdown()
+        #expect(results.count == 3)
+        for r in results {
+            guard case .transportFailure(let why) = r.outcome else { Issue.record("\(r.outcome)"); continue }
+            #expect(why.contains("via http://127.0.0.1:\(proxy.port) (with credentials)") && why.contains("refused to open a tunnel (HTTP 407)"), "\(why)")
+            #expect(!why.contains("not-it-42") && !why.contains("herald:"), "\(why)")
         }
+        #expect(proxy.refused >= 1 && proxy.tunnels == 0 && f.sim.requestLog.count == 0)
     }
 }
 

@@ -19,6 +19,11 @@ import Testing
         return (sim, String(line.dropFirst("listening on ".count)))
     }
 
+    /// A clean slate for the next engine of a parameterized test: no state, reports or request log.
+    func forgetEarlierRuns() {
+        for d in ["state", "reports", "sim"] { try? FileManager.default.removeItem(atPath: dir.file(d)) }
+    }
+
     func writeJob(_ apnsLines: String) throws -> String {
         var rows = ["token"]
         for i in 1...Self.recipients { rows.append(String(format: "%064x", i)) }
@@ -96,7 +101,9 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.file("reports/connect-test/deliveries.csv")), "stopped before the state file was opened")
     }
 
-    @Test func pushesGoThroughTheProxyTunnelAndProxyCredentialsStaySecret() throws {
+    @Test(arguments: EnginesUnderTest.all)
+    func pushesGoThroughTheProxyTunnelAndProxyCredentialsStaySecret(_ engine: String) throws {
+        forgetEarlierRuns()
         let key = TestKey()
         let (sim, url) = try startSimulator(["--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
                                              "--auth-public-key", try dir.write("sim/pub.pem", key.publicKeyPEM)])
@@ -106,6 +113,7 @@ import Testing
         let job = try writeJob("""
               auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
               proxy: { url: \(proxy.url), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }
+              engine: \(engine)
             """)
         // Wrong credentials: the tunnel is refused before any push, exit 2, the password nowhere.
         let refused = try run(job, url: url, env: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "not-it-42"])
@@ -123,10 +131,13 @@ import Testing
         #expect(!(r.stdout + r.stderr).contains("pr0xy-s3cret"))
     }
 
-    /// Without `apns.proxy`, libcurl's default: https_proxy from the environment carries the
-    /// pushes; without it they go direct. (herald reads the environment once, at start, and
-    /// tells libcurl "direct" when it names no proxy, so libcurl stops looking per transfer.)
-    @Test func withoutTheKeyTheEnvironmentsHttpsProxyIsUsedAndOtherwiseNone() throws {
+    /// Without `apns.proxy`, libcurl's default on both engines: https_proxy from the environment
+    /// carries the pushes unless no_proxy lists the host; without it they go direct. (herald reads
+    /// the environment once, at start, and tells libcurl "direct" when it names no proxy, so
+    /// libcurl stops looking per transfer.)
+    @Test(arguments: EnginesUnderTest.all)
+    func withoutTheKeyTheEnvironmentsHttpsProxyIsUsedAndOtherwiseNone(_ engine: String) throws {
+        forgetEarlierRuns()
         let key = TestKey()
         let (sim, url) = try startSimulator(["--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
                                              "--auth-public-key", try dir.write("sim/pub.pem", key.publicKeyPEM)])
@@ -135,6 +146,7 @@ import Testing
         defer { proxy.stop() }
         let job = try writeJob("""
               auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
+              engine: \(engine)
             """)
         let unset = ["https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": ""]
         let viaProxy = try run(job, url: url, env: unset.merging(["https_proxy": proxy.url]) { _, new in new })
@@ -148,6 +160,13 @@ import Testing
         #expect(direct.status == 0, "\(direct.stdout)\(direct.stderr)")
         #expect(try counts()["sent"] == Self.recipients)
         #expect(proxy.tunnels == 1, "no tunnel without a proxy in the environment")
-        #expect(requestLog().count == 2 * Self.recipients)
+
+        try? FileManager.default.removeItem(atPath: dir.file("state"))
+        try? FileManager.default.removeItem(atPath: dir.file("reports"))
+        let exempt = try run(job, url: url, env: unset.merging(["https_proxy": proxy.url, "no_proxy": "localhost,127.0.0.1"]) { _, new in new })
+        #expect(exempt.status == 0, "\(exempt.stdout)\(exempt.stderr)")
+        #expect(try counts()["sent"] == Self.recipients)
+        #expect(proxy.tunnels == 1, "no_proxy lists the host: no tunnel")
+        #expect(requestLog().count == 3 * Self.recipients)
     }
 }

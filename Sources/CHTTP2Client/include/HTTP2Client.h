@@ -22,7 +22,17 @@ typedef enum {
     H2_ERR_PROTOCOL = 5,   // the server did not agree to HTTP/2, or broke the protocol
     H2_ERR_CLOSED = 6,     // the connection was lost (reset, EOF, TLS error after the handshake)
     H2_ERR_MEMORY = 7,
+    H2_ERR_PROXY = 8,      // the proxy answered CONNECT with something other than 2xx (the text has the status)
 } h2_error_kind;
+
+// An HTTP proxy to reach the server through, with one CONNECT tunnel per connection (TLS stays
+// end to end inside it). `authorization` is a Proxy-Authorization value ("Basic …") or NULL; it
+// is sent only to the proxy and never appears in an error text.
+typedef struct {
+    const char *host;
+    const char *port;
+    const char *authorization;
+} h2_proxy;
 
 typedef struct {
     // PEM bundle file to trust instead of the system's (apns.ca_file), or NULL.
@@ -65,11 +75,12 @@ typedef struct {
     size_t body_len;
 } h2_answer;
 
-// Connects (blocking, at most timeout_ms): TCP to host:port, TLS with the host name verified,
-// ALPN h2, then the client preface. `authority` is the :authority every request carries.
-// NULL with *kind and `err` filled.
-h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char *authority, int timeout_ms,
-                    int keepalive_seconds, h2_error_kind *kind, char *err, size_t errlen);
+// Connects (blocking, at most timeout_ms): TCP to host:port (through `proxy`'s CONNECT tunnel
+// unless it is NULL), TLS with the host name verified, ALPN h2, then the client preface and the
+// server's SETTINGS. `authority` is the :authority every request carries (and the tunnel's
+// target). NULL with *kind and `err` filled.
+h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char *authority, const h2_proxy *proxy,
+                    int timeout_ms, int keepalive_seconds, h2_error_kind *kind, char *err, size_t errlen);
 
 // The socket, for poll(); and whether the connection has bytes to write (poll for POLLOUT).
 int h2_fd(const h2_conn *c);

@@ -1,0 +1,67 @@
+import Foundation
+import HeraldCore
+@testable import HeraldDelivery
+import Testing
+
+/// Which proxy the nghttp2 engine tunnels through: the job's, or the environment's as libcurl
+/// reads it (https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY; no_proxy), and never a credential in
+/// a message. The tunnel itself is tested against a real CONNECT proxy in Nghttp2EngineTests.
+@Suite struct ProxyTunnelTests {
+    static let apns = "api.push.apple.com"
+
+    @Test func theJobsProxyWinsOverTheEnvironmentAndNoneMeansDirect() throws {
+        let env = ["https_proxy": "http://env-proxy:8080", "no_proxy": "*"]
+        let job = try ProxySettings.resolve(.http(url: "http://proxy.internal:3128", userEnv: "U", passwordEnv: "P"),
+                                            environment: ["U": "herald", "P": "s3cret:x"])
+        let t = try #require(try ProxyTunnel.resolve(job, apnsHost: Self.apns, environment: env))
+        #expect(t.host == "proxy.internal" && t.port == "3128")
+        #expect(t.authorization == "Basic " + Data("herald:s3cret:x".utf8).base64EncodedString())
+        #expect("\(t)" == "http://proxy.internal:3128 (with credentials)")
+        #expect(try ProxyTunnel.resolve(.direct, apnsHost: Self.apns, environment: env) == nil)
+        #expect(try ProxyTunnel.resolve(.http("http://[::1]:3128"), apnsHost: Self.apns, environment: [:])?.host == "::1")
+    }
+
+    @Test func withoutTheKeyTheEnvironmentIsReadInLibcurlsOrder() throws {
+        func tunnel(_ env: [String: String]) throws -> ProxyTunnel? { try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: env) }
+        #expect(try tunnel([:]) == nil)
+        #expect(try tunnel(["https_proxy": ""]) == nil, "empty is unset")
+        #expect(try tunnel(["http_proxy": "http://p:1"]) == nil, "http_proxy is for http:// URLs only")
+        #expect(try tunnel(["https_proxy": "http://a:1", "HTTPS_PROXY": "http://b:2", "all_proxy": "http://c:3"])?.host == "a")
+        #expect(try tunnel(["HTTPS_PROXY": "http://b:2", "all_proxy": "http://c:3"])?.host == "b")
+        #expect(try tunnel(["all_proxy": "http://c:3", "ALL_PROXY": "http://d:4"])?.host == "c")
+        #expect(try tunnel(["ALL_PROXY": "http://d:4"])?.host == "d")
+        // libcurl's defaults: no scheme is HTTP, no port is 1080.
+        let bare = try #require(try tunnel(["https_proxy": "squid.internal"]))
+        #expect(bare.host == "squid.internal" && bare.port == "1080" && bare.authorization == nil)
+        // Credentials in the URL are percent-decoded and sent as Basic.
+        let withUser = try #require(try tunnel(["https_proxy": "http://us%40er:p%3Ass@squid:3128/"]))
+        #expect(withUser.authorization == "Basic " + Data("us@er:p:ss".utf8).base64EncodedString())
+        #expect(!"\(withUser)".contains("p%3Ass") && !"\(withUser)".contains("p:ss"))
+    }
+
+    @Test func noProxyExemptsTheHostItsDomainsOrEverything() throws {
+        func direct(_ noProxy: String, key: String = "no_proxy") throws -> Bool {
+            try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: ["https_proxy": "http://p:1", key: noProxy]) == nil
+        }
+        #expect(try direct("*"))
+        #expect(try direct("api.push.apple.com"))
+        #expect(try direct("localhost, .apple.com"))
+        #expect(try direct("apple.com", key: "NO_PROXY"))
+        #expect(try !direct("push.apple.co"))
+        #expect(try !direct("le.com"), "a suffix that is not a domain does not match")
+        #expect(ProxyTunnel.exempts("::1", noProxy: "[::1]"))
+    }
+
+    @Test func aProxyTheEngineCannotTunnelThroughIsRefusedWithoutRepeatingTheURL() {
+        for (value, expected) in [("socks5://user:pw@socks:1080", "the environment's https_proxy is a socks5:// proxy"),
+                                  ("https://user:pw@tls-proxy:443", "the environment's https_proxy is a https:// proxy"),
+                                  ("http://user:pw@squid:3128/path", "the environment's https_proxy is not a proxy URL of the form http://host:port")] {
+            #expect {
+                try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: ["https_proxy": value])
+            } throws: { error in
+                let text = "\(error)"
+                return text.contains(expected) && text.contains("apns.engine nghttp2") && !text.contains("pw")
+            }
+        }
+    }
+}
