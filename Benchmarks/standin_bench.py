@@ -168,8 +168,6 @@ def gen_audience(path, rows):
 
 def write_job(name, audience, si, connections, streams, rate=0):
     job = os.path.join(WORK, "jobs", name + ".yaml")
-    # HERALD_ENGINE=nghttp2 measures apns.engine: nghttp2 (docs/delivery.md); unset, the default.
-    engine = f"\n  engine: {os.environ['HERALD_ENGINE']}" if os.environ.get("HERALD_ENGINE") else ""
     with open(job, "w") as f:
         f.write(f"""campaign: {name}
 audience: {{ files: [{audience}], prescan: {os.environ.get("HERALD_PRESCAN", "true")} }}
@@ -179,7 +177,7 @@ apns:
   topic: {TOPIC}
   auth: {{ team_id: {TEAM_ID}, key_id: {KEY_ID}, key_file: {si.key} }}
   connections: {connections}
-  streams_per_connection: {streams}{engine}
+  streams_per_connection: {streams}
 push:
   type: alert
   priority: 10

@@ -6,8 +6,8 @@ latency, and a sender needs many streams in flight. This starts the nginx stand-
 push LATENCY_MS (50) after its body was read (start.sh --latency-ms), then for each window
 (1x200, 1x1000, 4x1000, 8x1000 by default; WINDOWS="1x1000 4x1000" to choose) runs release
 `herald run` end to end on a WINDOW_ROWS (200000) campaign under GNU time, and h2load with the
-same connections x streams on the same request shape (HERALD_ENGINE=nghttp2: herald's job uses
-apns.engine: nghttp2, figures in window-nghttp2.json). It prints, per window: herald's rate,
+same connections x streams on the same request shape (HERALD_APNS_ENGINE=libcurl: herald runs on
+its libcurl engine, figures in window-libcurl.json). It prints, per window: herald's rate,
 h2load's, their ratio, the theoretical connections x streams / latency, and herald's peak RSS;
 and writes bench-out/window.json.
 
@@ -25,9 +25,9 @@ def main():
         print("window bench skipped: needs nginx-light and nghttp2-client (apt-get install -y nginx-light nghttp2-client)")
         return
     rows = int(os.environ.get("WINDOW_ROWS", "200000"))
-    # apns.engine of herald's job (HERALD_ENGINE, read by standin_bench.write_job); figures go to
-    # window.json for the default, window-<engine>.json otherwise.
-    engine = os.environ.get("HERALD_ENGINE") or "libcurl"
+    # herald's engine: HERALD_APNS_ENGINE (herald reads it over the job), or the default; figures
+    # go to window.json for the default, window-<engine>.json otherwise.
+    engine = (os.environ.get("HERALD_APNS_ENGINE") or "nghttp2").lower()
     latency = int(os.environ.get("LATENCY_MS", "50"))
     windows = [tuple(int(x) for x in w.split("x")) for w in os.environ.get("WINDOWS", "1x200 1x1000 4x1000 8x1000").split()]
     for d in ("jobs", "state", "reports", "data"):
@@ -68,7 +68,7 @@ def main():
     finally:
         si.stop()
     os.makedirs(sb.OUT, exist_ok=True)
-    name = f"window-{engine}.json" if engine != "libcurl" else "window.json"
+    name = f"window-{engine}.json" if engine != "nghttp2" else "window.json"
     with open(os.path.join(sb.OUT, name), "w") as f:
         json.dump(results, f, indent=2)
     print(f"window bench: figures in {os.path.join(sb.OUT, name)}")

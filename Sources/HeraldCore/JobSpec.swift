@@ -131,7 +131,7 @@ public struct APNsSpec: Sendable {
     /// requests (where the loaded versions were verified); off sends through plain libcurl.
     public var libcurlShims = LibcurlShimsSetting.on
     /// `apns.engine`: which HTTP/2 client carries device pushes.
-    public var engine = DeliveryEngine.libcurl
+    public var engine = DeliveryEngine.nghttp2
     /// `apns.channels_endpoint`: where broadcast channels are managed, for a custom `endpoint`
     /// (`herald sim --management-port`); nil: Apple's host for `endpoint`.
     public var channelsEndpoint: String?

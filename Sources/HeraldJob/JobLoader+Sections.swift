@@ -134,7 +134,9 @@ extension Context {
         spec.certificate = certificate
         spec.proxy = proxy
         spec.libcurlShims = shims ?? .on
-        spec.engine = engine ?? .libcurl
+        // nghttp2 unless the environment or the job says otherwise; a job that sets libcurl_shims
+        // (which only libcurl has) and no engine keeps the engine it was written for.
+        spec.engine = overrides.engine ?? engine ?? (shims != nil ? .libcurl : .nghttp2)
         spec.channelsEndpoint = channelsEndpoint
         return spec
     }

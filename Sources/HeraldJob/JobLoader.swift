@@ -10,10 +10,26 @@ public struct JobOverrides: Sendable {
     public var caFile: String?
     /// `--channels-endpoint` (`herald channels`).
     public var channelsEndpoint: String?
+    /// `HERALD_APNS_ENGINE` (`herald run`): the engine whatever the job says.
+    public var engine: DeliveryEngine?
     public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil,
-                channelsEndpoint: String? = nil) {
+                channelsEndpoint: String? = nil, engine: DeliveryEngine? = nil) {
         self.statePath = statePath; self.reportsDir = reportsDir; self.endpoint = endpoint; self.caFile = caFile
-        self.channelsEndpoint = channelsEndpoint
+        self.channelsEndpoint = channelsEndpoint; self.engine = engine
+    }
+
+    /// The environment variable that chooses `apns.engine` for every job a host runs, over the
+    /// job's own key: an operator's switch, like `HERALD_LIBCURL_SHIMS`.
+    public static let engineVariable = "HERALD_APNS_ENGINE"
+
+    /// The engine `environment` imposes, or nil when the variable is unset or empty.
+    public static func engine(from environment: [String: String]) throws(JobError) -> DeliveryEngine? {
+        guard let value = environment[engineVariable], !value.isEmpty else { return nil }
+        guard let engine = DeliveryEngine(rawValue: value.lowercased()) else {
+            let names = DeliveryEngine.allCases.map(\.rawValue).joined(separator: ", ")
+            throw JobError(file: engineVariable, line: nil, "must be one of \(names), not \"\(value)\"")
+        }
+        return engine
     }
 }
 

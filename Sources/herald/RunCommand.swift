@@ -115,7 +115,8 @@ struct RunCommand: ParsableCommand {
         let shard: Shard?
         do {
             shard = try Shard.resolve(option: self.shard, environment: ProcessInfo.processInfo.environment)
-            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile))
+            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile,
+                                                                             engine: try JobOverrides.engine(from: ProcessInfo.processInfo.environment)))
             spec = shard.map { $0.apply(to: loaded) } ?? loaded
             let others = Shard.otherLayouts(of: loaded.statePath, than: shard)
             if !others.isEmpty && !FileManager.default.fileExists(atPath: spec.statePath) {

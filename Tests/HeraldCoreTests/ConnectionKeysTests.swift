@@ -47,8 +47,16 @@ import Testing
         #expect(error.message.contains("apns.libcurl_shims must be one of on, off, not \"maybe\""), "\(error)")
     }
 
-    @Test func theEngineIsLibcurlUnlessTheJobChoosesNghttp2() throws {
-        #expect(try load(apns: "", auth: true).apns.engine == .libcurl)
+    @Test func theEngineIsNghttp2UnlessTheJobOrTheEnvironmentChoosesLibcurl() throws {
+        #expect(try load(apns: "", auth: true).apns.engine == .nghttp2)
+        // libcurl_shims belongs to libcurl: a job that sets it and no engine keeps libcurl.
+        #expect(try load(apns: "  libcurl_shims: off", auth: true).apns.engine == .libcurl)
+        #expect(try load(apns: "  libcurl_shims: on\n  engine: nghttp2", auth: true).apns.engine == .nghttp2)
+        #expect(try JobOverrides.engine(from: [:]) == nil && JobOverrides.engine(from: ["HERALD_APNS_ENGINE": ""]) == nil)
+        #expect(try JobOverrides.engine(from: ["HERALD_APNS_ENGINE": "LIBCURL"]) == .libcurl)
+        #expect(throws: JobError(file: "HERALD_APNS_ENGINE", line: nil, "must be one of libcurl, nghttp2, not \"nio\"")) {
+            try JobOverrides.engine(from: ["HERALD_APNS_ENGINE": "nio"])
+        }
         #expect(try load(apns: "  engine: nghttp2", auth: true).apns.engine == .nghttp2)
         #expect(try load(apns: "  engine: libcurl", auth: true).apns.engine == .libcurl)
         let unknown = try failure(apns: "  engine: nio", auth: true)

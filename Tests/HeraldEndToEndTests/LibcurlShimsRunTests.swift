@@ -2,13 +2,14 @@ import Foundation
 import HeraldTestSupport
 import Testing
 
-/// `herald run` with the libcurl shims engaged or off (`apns.libcurl_shims`, HERALD_LIBCURL_SHIMS):
-/// the log says which, and either way every recipient is sent once with its own fields.
+/// `herald run` with the libcurl shims engaged or off (`apns.libcurl_shims`, HERALD_LIBCURL_SHIMS),
+/// and which engine carries the pushes (`apns.engine`, HERALD_APNS_ENGINE): the log says which, and
+/// either way every recipient is sent once with its own fields.
 @Suite(.serialized) struct LibcurlShimsRunTests {
     let dir = TemporaryDirectory("e2e-shims")
     static let count = 300
 
-    func writeJob(name: String, shims: String?) throws -> String {
+    func writeJob(name: String, shims: String?, engine: String? = nil) throws -> String {
         var rows = ["token"]
         for i in 1...Self.count { rows.append(String(format: "%064x", i)) }
         try dir.write("data/audience.csv", rows.joined(separator: "\n") + "\n")
@@ -21,6 +22,7 @@ import Testing
               streams_per_connection: 50
               simulator: { log: ../out/\(name).ndjson }
             \(shims.map { "  libcurl_shims: \($0)" } ?? "")
+            \(engine.map { "  engine: \($0)" } ?? "")
             push:
               template: { aps: { alert: "Hi" } }
             """)
@@ -30,11 +32,12 @@ import Testing
     func environment(_ extra: [String: String] = [:]) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["HERALD_LIBCURL_SHIMS"] = nil
+        env["HERALD_APNS_ENGINE"] = nil
         return env.merging(extra) { _, new in new }
     }
 
-    func runAndCheck(name: String, shims: String?, environment: [String: String]) throws -> String {
-        let job = try writeJob(name: name, shims: shims)
+    func runAndCheck(name: String, shims: String?, engine: String? = nil, environment: [String: String]) throws -> String {
+        let job = try writeJob(name: name, shims: shims, engine: engine)
         let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job, "--log-level", "info", "--progress", "never"],
                                       environment: environment)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
@@ -51,7 +54,7 @@ import Testing
     }
 
     @Test func theVerifiedLibcurlEngagesEveryShimAndSaysSo() throws {
-        let stderr = try runAndCheck(name: "shims-on", shims: nil, environment: environment())
+        let stderr = try runAndCheck(name: "shims-on", shims: nil, engine: "libcurl", environment: environment())
         #expect(stderr.contains("libcurl shims engaged: closed_streams, coalesced_writes, request_headers, response_headers"), "\(stderr)")
     }
 
@@ -63,5 +66,24 @@ import Testing
     @Test func theEnvironmentWinsOverTheJob() throws {
         let stderr = try runAndCheck(name: "shims-env-off", shims: "on", environment: environment(["HERALD_LIBCURL_SHIMS": "off"]))
         #expect(stderr.contains("libcurl shims off (HERALD_LIBCURL_SHIMS=off)"), "\(stderr)")
+    }
+
+    @Test func theDefaultEngineIsNghttp2AndTheEnvironmentChoosesOverTheJob() throws {
+        let nghttp2 = "engine nghttp2: pushes go through herald's own HTTP/2 client"
+        let byDefault = try runAndCheck(name: "engine-default", shims: nil, environment: environment())
+        #expect(byDefault.contains(nghttp2) && !byDefault.contains("libcurl shims engaged"), "\(byDefault)")
+        // The job's libcurl_shims asks for libcurl; HERALD_APNS_ENGINE wins over that and over apns.engine.
+        let envNghttp2 = try runAndCheck(name: "engine-env-nghttp2", shims: "on", engine: "libcurl",
+                                         environment: environment(["HERALD_APNS_ENGINE": "nghttp2"]))
+        #expect(envNghttp2.contains(nghttp2), "\(envNghttp2)")
+        let envLibcurl = try runAndCheck(name: "engine-env-libcurl", shims: nil, environment: environment(["HERALD_APNS_ENGINE": "libcurl"]))
+        #expect(envLibcurl.contains("libcurl shims engaged") && !envLibcurl.contains(nghttp2), "\(envLibcurl)")
+
+        let job = try writeJob(name: "engine-env-bad", shims: nil)
+        let bad = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job, "--progress", "never"],
+                                        environment: environment(["HERALD_APNS_ENGINE": "quic"]))
+        #expect(bad.status == 2, "\(bad.stdout)\(bad.stderr)")
+        #expect(bad.stderr.contains("HERALD_APNS_ENGINE: must be one of libcurl, nghttp2, not \"quic\""), "\(bad.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out/engine-env-bad.ndjson")), "nothing sent")
     }
 }
