@@ -55,28 +55,26 @@ public final class BroadcastSender: @unchecked Sendable {
         return call
     }
 
-    /// What a worker keeps between requests: its connection, and the guards the streaming
-    /// connections have too (ConnectionWorker): a connect that fails backs off before the next
-    /// try, and answers asking for a new connection open at most one per `renewalInterval`, so a
-    /// burst of 503s does not become a burst of TLS handshakes.
+    /// What a worker keeps between requests: its connection, and the reactions the device-push
+    /// connections have too (`ConnectionReactions`): a connect that fails backs off before the
+    /// next try, and answers asking for a new connection open at most one per `renewalInterval`,
+    /// so a burst of 503s does not become a burst of TLS handshakes.
     private struct Worker {
         var session = HTTPSession()
         var failureEvent = 0
-        var connectFailures = 0
-        var reconnectAt: UInt64 = 0
-        var lastRenewal: UInt64 = 0
+        var reactions = ConnectionReactions()
 
+        /// The next request goes on a fresh connection.
         mutating func renew(now: UInt64) {
-            guard now &- lastRenewal >= ConnectionReactions.renewalInterval else { return }
             session = HTTPSession()
-            lastRenewal = now
+            reactions.renewed(now: now)
         }
     }
 
     private func work(connection: Int) {
         var w = Worker()
         while !stopped.load(ordering: .relaxed) {
-            let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), w.reconnectAt)
+            let resumeAt = max(shared.pausedUntil.load(ordering: .relaxed), w.reactions.reconnectAt)
             let now = uptimeNanoseconds()
             if shared.halted.load(ordering: .relaxed) || resumeAt > now {
                 _ = wake.wait(timeout: .now() + .milliseconds(resumeAt > now ? Int(min(100, (resumeAt - now) / 1_000_000) + 1) : 100))
@@ -104,26 +102,14 @@ public final class BroadcastSender: @unchecked Sendable {
                 w.failureEvent += 1
                 out = PushResult(index: job.index, outcome: .transportFailure("curl error \(code): \(message)"), latencyMs: latency,
                                  connection: connection, event: w.failureEvent)
-                if StreamSlot.isConnectFailure(CURLcode(rawValue: UInt32(max(0, code)))) {
-                    w.connectFailures += 1
-                    w.reconnectAt = done + UInt64(RetryBackoff.reconnect.delay(attempt: w.connectFailures) * 1e9)
-                }
-                w.session = HTTPSession()
-                w.lastRenewal = done
+                if StreamSlot.isConnectFailure(CURLcode(rawValue: UInt32(max(0, code)))) { w.reactions.connectFailed(now: done) }
+                w.renew(now: done)
             case .success(let answer):
-                w.connectFailures = 0
                 let outcome = ResponseBody.outcome(status: answer.status, apnsId: answer.headers["apns-request-id"]) { answer.body }
                 out = PushResult(index: job.index, outcome: outcome, latencyMs: latency, connection: connection)
                 out.apnsUniqueId = answer.headers["apns-unique-id"]
-                switch outcome.meaning {
-                case .abortCampaign: shared.halted.store(true, ordering: .relaxed)
-                case .refreshTokenAndRetry:
-                    if let jwt { shared.token?.invalidate(rejected: jwt) }
-                    w.session = HTTPSession()
-                    w.lastRenewal = done
-                case .retryLater(newConnection: true, _): w.renew(now: done)
-                default: break
-                }
+                w.reactions.answered(outcome, jwt: jwt, onCurrent: true, now: done, shared: shared)
+                if w.reactions.renewRequested { w.renew(now: done) }
             }
             shared.results.push([out])
         }
