@@ -167,15 +167,20 @@ import X509
         #expect(sender.counters.connectionsOpened == 0)
     }
 
+    /// A sender through `proxy` (which wants herald / pr0xy-s3cret) with `password` from the environment.
+    static func proxiedSender(_ f: Fixture, _ proxy: ConnectProxy, password: String, streams: Int, connections: Int) throws -> APNsSender {
+        var settings = f.settings(streams: streams)
+        settings.proxy = try ProxySettings.resolve(.http(url: proxy.url, userEnv: "U", passwordEnv: "P"),
+                                                   environment: ["U": "herald", "P": password])
+        return try APNsSender(settings: settings, connections: connections, token: try f.token(), engine: .nghttp2)
+    }
+
     @Test func pushesGoThroughTheProxysTunnelWithItsCredentials() throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
         let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
         defer { proxy.stop() }
-        var settings = f.settings(streams: 40)
-        settings.proxy = try ProxySettings.resolve(.http(url: proxy.url, userEnv: "U", passwordEnv: "P"),
-                                                   environment: ["U": "herald", "P": "pr0xy-s3cret"])
-        let sender = try APNsSender(settings: settings, connections: 2, token: try f.token(), engine: .nghttp2)
+        let sender = try Self.proxiedSender(f, proxy, password: "pr0xy-s3cret", streams: 40, connections: 2)
         let results = Self.stream(sender, StreamingSenderTests.jobs(1...200), ahead: 80)
         sender.shutdown()
         #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 }, "\(Set(results.map { "\($0.outcome)" }))")
@@ -189,10 +194,7 @@ import X509
         defer { try? f.sim.shutdown() }
         let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
         defer { proxy.stop() }
-        var settings = f.settings(streams: 10)
-        settings.proxy = try ProxySettings.resolve(.http(url: proxy.url, userEnv: "U", passwordEnv: "P"),
-                                                   environment: ["U": "herald", "P": "not-it-42"])
-        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token(), engine: .nghttp2)
+        let sender = try Self.proxiedSender(f, proxy, password: "not-it-42", streams: 10, connections: 1)
         let results = Self.stream(sender, StreamingSenderTests.jobs(1...3), ahead: 3)
         sender.shutdown()
         #expect(results.count == 3)
