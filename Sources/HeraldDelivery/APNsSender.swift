@@ -32,8 +32,7 @@ public final class APNsSender: @unchecked Sendable {
             LibcurlShims.engage(environment: ProcessInfo.processInfo.environment)
             for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }
         case .nghttp2:
-            let apnsHost = URLComponents(string: settings.baseURL)?.host ?? ""
-            let tunnel = try ProxyTunnel.resolve(settings.proxy, apnsHost: apnsHost.hasPrefix("[") ? String(apnsHost.dropFirst().dropLast()) : apnsHost)
+            let tunnel = try ProxyTunnel.resolve(settings.proxy, apnsHost: URLComponents(string: settings.baseURL)?.host ?? "")
             let tls = try Nghttp2TLS(trust: settings.trust, identity: settings.identity)
             for i in 0..<max(1, count) { ws.append(try Nghttp2Worker(id: i + 1, settings: settings, shared: shared, tls: tls, tunnel: tunnel)) }
         }

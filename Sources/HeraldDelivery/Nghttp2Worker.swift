@@ -67,7 +67,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         guard let url = URL(string: settings.baseURL), url.scheme == "https", let host = url.host, !host.isEmpty else {
             throw .engine("\(settings.baseURL) is not an https:// URL")
         }
-        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.host = host.withoutBrackets
         self.port = String(url.port ?? 443)
         self.authority = StreamSlot.authority(of: settings.baseURL)
     }

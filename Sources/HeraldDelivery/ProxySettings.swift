@@ -38,10 +38,13 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
     public var description: String { url.map { "proxy \($0)\(user == nil ? "" : " (with credentials)")" } ?? "no proxy" }
     public var debugDescription: String { description }
 
+    /// The variables that name a proxy for https URLs, in the order libcurl 7.88 reads them.
+    static let environmentVariables = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"]
+
     /// Whether the environment names a proxy for https URLs, as libcurl 7.88 looks for one
     /// (https_proxy, HTTPS_PROXY, all_proxy, ALL_PROXY; empty counts as unset). Read once: libcurl
     /// reads them, and no_proxy, again for every transfer (six getenv calls per push).
-    static let environmentNamesAProxy = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { name in
+    static let environmentNamesAProxy = environmentVariables.contains { name in
         guard let v = getenv(name) else { return false }
         return v.pointee != 0
     }

@@ -22,13 +22,14 @@ struct ProxyTunnel: Equatable, CustomStringConvertible {
     /// The tunnel for a connection to `apnsHost`, or nil to connect directly.
     static func resolve(_ settings: ProxySettings?, apnsHost: String,
                         environment: [String: String] = ProcessInfo.processInfo.environment) throws(DeliveryError) -> ProxyTunnel? {
+        let apnsHost = apnsHost.withoutBrackets
         if let settings {
             guard let url = settings.url else { return nil }
             // The job's URL was checked when the job was read (http://host:port, no credentials).
             return try parse(url, what: "apns.proxy", user: settings.user, password: settings.password)
         }
         let set = { (name: String) -> String? in environment[name].flatMap { $0.isEmpty ? nil : $0 } }
-        guard let (name, raw) = ["https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].lazy
+        guard let (name, raw) = ProxySettings.environmentVariables.lazy
             .compactMap({ name in set(name).map { (name, $0) } }).first else { return nil }
         if exempts(apnsHost, noProxy: set("no_proxy") ?? set("NO_PROXY")) { return nil }
         return try parse(raw, what: "the environment's \(name)", user: nil, password: nil)
@@ -43,7 +44,7 @@ struct ProxyTunnel: Equatable, CustomStringConvertible {
             var entry = item.trimmingCharacters(in: .whitespaces).lowercased()
             if entry == "*" { return true }
             if entry.hasPrefix(".") { entry.removeFirst() }
-            if entry.hasPrefix("[") && entry.hasSuffix("]") { entry = String(entry.dropFirst().dropLast()) }
+            entry = entry.withoutBrackets
             if !entry.isEmpty && (host == entry || host.hasSuffix("." + entry)) { return true }
         }
         return false
@@ -69,8 +70,12 @@ struct ProxyTunnel: Equatable, CustomStringConvertible {
             user = u.removingPercentEncoding ?? u
             password = url.password.map { $0.removingPercentEncoding ?? $0 } ?? ""
         }
-        let bare = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let authorization = user.map { "Basic " + Data("\($0):\(password ?? "")".utf8).base64EncodedString() }
-        return ProxyTunnel(host: bare, port: String(url.port ?? 1080), authorization: authorization)
+        return ProxyTunnel(host: host.withoutBrackets, port: String(url.port ?? 1080), authorization: authorization)
     }
+}
+
+extension String {
+    /// An IPv6 literal as URLs write it (`[::1]`) without its brackets, as sockets and TLS take it.
+    var withoutBrackets: String { hasPrefix("[") && hasSuffix("]") ? String(dropFirst().dropLast()) : self }
 }
