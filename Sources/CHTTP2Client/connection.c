@@ -585,7 +585,8 @@ int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const ui
     // (RFC 9113 §8.3). nghttp2 copies every name and value (no NGHTTP2_NV_FLAG_NO_COPY_*).
     for (size_t off = 0; off < fields_len;) {
         if (n == sizeof nv / sizeof nv[0] || off + 2 > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
-        size_t nl = (size_t)fields[off] << 8 | fields[off + 1];
+        uint8_t flags = fields[off] & 0x80 ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
+        size_t nl = (size_t)(fields[off] & 0x7f) << 8 | fields[off + 1];
         const uint8_t *name = fields + off + 2;
         off += 2 + nl;
         if (off + 2 > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
@@ -593,7 +594,7 @@ int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const ui
         const uint8_t *value = fields + off + 2;
         off += 2 + vl;
         if (off > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
-        nv[n++] = (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, nl, vl, NGHTTP2_NV_FLAG_NONE };
+        nv[n++] = (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, nl, vl, flags };
     }
     struct h2_stream *s = calloc(1, sizeof *s);
     if (!s) return NGHTTP2_ERR_NOMEM;
@@ -730,6 +731,8 @@ int h2_turn(h2_conn *c, char *err, size_t errlen) {
 }
 
 int h2_open_streams(const h2_conn *c) { return c->open; }
+
+size_t h2_hpack_table_size(h2_conn *c) { return nghttp2_session_get_hd_deflate_dynamic_table_size(c->session); }
 
 uint32_t h2_remote_max_streams(h2_conn *c) {
     return nghttp2_session_get_remote_settings(c->session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);

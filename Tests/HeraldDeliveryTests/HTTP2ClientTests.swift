@@ -7,14 +7,15 @@ import Testing
 /// CHTTP2Client's connection on its own, against the in-process simulator: what nghttp2 does with
 /// requests it holds in its queue, which the worker above never sees.
 @Suite(.serialized, .enabled(if: EnginesUnderTest.includesNghttp2)) struct HTTP2ClientTests {
-    static func fields(path: String) -> [UInt8] {
+    /// `unique`: flag the path as a value that changes per request (HTTP2Client.h).
+    static func fields(path: String, unique: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
-        func add(_ name: String, _ value: String) {
-            for part in [name, value] {
-                out.append(UInt8(part.utf8.count >> 8)); out.append(UInt8(part.utf8.count & 0xFF)); out += Array(part.utf8)
+        func add(_ name: String, _ value: String, unique: Bool = false) {
+            for (i, part) in [name, value].enumerated() {
+                out.append(UInt8(part.utf8.count >> 8) | (i == 0 && unique ? 0x80 : 0)); out.append(UInt8(part.utf8.count & 0xFF)); out += Array(part.utf8)
             }
         }
-        add(":path", path)
+        add(":path", path, unique: unique)
         add("apns-topic", StreamingSenderTests.bundle)
         add("apns-push-type", "alert")
         return out
@@ -37,6 +38,31 @@ import Testing
         #expect(f.sim.requestLog.entries().count == 40)
     }
 
+    /// Fields flagged as unique per request stay out of HPACK's dynamic table: after the first
+    /// request it holds the shared fields (topic, push type) and no longer changes. Unflagged,
+    /// each request's apns-id is added (nghttp2 leaves :path and authorization out by itself) and
+    /// the table fills up, evicting the shared fields.
+    @Test func valuesUniquePerRequestStayOutOfTheHpackTable() throws {
+        let f = try StreamingSenderTests.Fixture()
+        defer { try? f.sim.shutdown() }
+        let jwt = try f.token().current()
+        var sizes: [Bool: (first: Int, last: Int)] = [:]
+        for unique in [true, false] {
+            let c = try Self.connect(f)
+            defer { h2_close(c.connection); h2_tls_free(c.tls) }
+            #expect(Self.submit(c.connection, 1, jwt: jwt, unique: unique) > 0)
+            #expect(Self.collect(c.connection, count: 1).count == 1)
+            let first = h2_hpack_table_size(c.connection)
+            for i in 2...30 { #expect(Self.submit(c.connection, i, jwt: jwt, unique: unique) > 0) }
+            let answers = Self.collect(c.connection, count: 29)
+            #expect(answers.count == 29 && answers.values.allSatisfy { $0.status == 200 }, "\(answers)")
+            sizes[unique] = (first, h2_hpack_table_size(c.connection))
+        }
+        let flagged = try #require(sizes[true]), plain = try #require(sizes[false])
+        #expect(flagged.first > 0 && flagged.last == flagged.first, "\(flagged)")
+        #expect(plain.last > flagged.last + 1_000, "unflagged, the table fills with paths and ids: \(plain)")
+    }
+
     struct Connected { let tls: OpaquePointer; let connection: OpaquePointer }
 
     static func connect(_ f: StreamingSenderTests.Fixture) throws -> Connected {
@@ -53,10 +79,10 @@ import Testing
         return Connected(tls: tls, connection: c)
     }
 
-    static func submit(_ c: OpaquePointer, _ i: Int, jwt: String) -> Int32 {
-        var block = fields(path: "/3/device/" + String(format: "%064x", i))
-        for part in ["authorization", "bearer \(jwt)", "apns-id", String(format: "00000000-0000-5000-8000-%012x", i)] {
-            block.append(UInt8(part.utf8.count >> 8)); block.append(UInt8(part.utf8.count & 0xFF)); block += Array(part.utf8)
+    static func submit(_ c: OpaquePointer, _ i: Int, jwt: String, unique: Bool = false) -> Int32 {
+        var block = fields(path: "/3/device/" + String(format: "%064x", i), unique: unique)
+        for (j, part) in ["authorization", "bearer \(jwt)", "apns-id", String(format: "00000000-0000-5000-8000-%012x", i)].enumerated() {
+            block.append(UInt8(part.utf8.count >> 8) | (j == 2 && unique ? 0x80 : 0)); block.append(UInt8(part.utf8.count & 0xFF)); block += Array(part.utf8)
         }
         let body = Array(#"{"aps":{"alert":"hi"}}"#.utf8)
         return block.withUnsafeBufferPointer { b in body.withUnsafeBufferPointer { h2_submit(c, b.baseAddress, b.count, $0.baseAddress, $0.count, UInt64(i)) } }

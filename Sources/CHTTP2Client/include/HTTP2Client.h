@@ -87,8 +87,12 @@ int h2_fd(const h2_conn *c);
 int h2_wants_write(h2_conn *c);
 
 // Queues one POST. `fields` is packed as [u16 name length][name][u16 value length][value]...,
-// names in lower case, ":path" first; :method, :scheme and :authority are added here. The fields
-// and body are copied. Returns the stream id, or a negative nghttp2 error (h2_strerror).
+// names in lower case, ":path" first; :method, :scheme and :authority are added here. The top bit
+// of a name's length marks a value that differs on every request (the path, apns-id): HPACK sends
+// it as a literal never indexed instead of adding it to the dynamic table, where it would only
+// push out the fields requests share (RFC 7541 §6.2.3). nghttp2 itself already leaves :path,
+// content-length and authorization out of the table; apns-id it would add. The fields and body are copied. Returns
+// the stream id, or a negative nghttp2 error (h2_strerror).
 int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const uint8_t *body, size_t body_len, uint64_t cookie);
 
 // Resets a stream still open (RST_STREAM CANCEL): it is answered with `cancelled` set.
@@ -102,6 +106,9 @@ int h2_turn(h2_conn *c, char *err, size_t errlen);
 // Answers gathered by the turns since the last h2_clear_answers.
 const h2_answer *h2_answers(const h2_conn *c, size_t *count);
 void h2_clear_answers(h2_conn *c);
+
+// The size of HPACK's dynamic table for the fields this connection sends (RFC 7541 §4.1).
+size_t h2_hpack_table_size(h2_conn *c);
 
 // Streams open (submitted and not yet answered).
 int h2_open_streams(const h2_conn *c);

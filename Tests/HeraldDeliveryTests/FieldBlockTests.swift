@@ -1,0 +1,39 @@
+import HeraldCore
+@testable import HeraldDelivery
+import Testing
+
+/// The header block the nghttp2 engine hands to CHTTP2Client: `:path` first, every field once,
+/// and the fields that differ on every request (the path, apns-id) flagged so HPACK does not index
+/// them (HTTP2Client.h, h2_submit).
+@Suite struct FieldBlockTests {
+    /// (name, value, flagged as unique) in the order packed.
+    static func unpack(_ bytes: [UInt8]) -> [(String, String, Bool)] {
+        var out: [(String, String, Bool)] = []
+        var i = 0
+        while i < bytes.count {
+            let unique = bytes[i] & 0x80 != 0
+            let nl = Int(bytes[i] & 0x7F) << 8 | Int(bytes[i + 1])
+            let name = String(decoding: bytes[(i + 2)..<(i + 2 + nl)], as: UTF8.self)
+            i += 2 + nl
+            let vl = Int(bytes[i]) << 8 | Int(bytes[i + 1])
+            let value = String(decoding: bytes[(i + 2)..<(i + 2 + vl)], as: UTF8.self)
+            i += 2 + vl
+            out.append((name, value, unique))
+        }
+        return out
+    }
+
+    @Test func thePathAndApnsIdAreFlaggedUniqueAndNothingElseIs() {
+        let r = StreamingSenderTests.jobs(7...7)[0].request
+        var block = FieldBlock()
+        let key = StreamSlot.HeaderKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                                       collapseId: r.collapseId, expiration: r.expiration)
+        block.prepare(r, key: key, jwt: "header.claims.signature")
+        let fields = Self.unpack(block.bytes)
+        #expect(fields.first?.0 == ":path" && fields.first?.1 == "/3/device/" + String(format: "%064x", 7))
+        #expect(Set(fields.filter(\.2).map(\.0)) == [":path", "apns-id"], "\(fields)")
+        #expect(fields.map(\.0) == [":path", "apns-id", "content-length", "apns-topic", "apns-push-type", "apns-priority",
+                                    "apns-collapse-id", "authorization"], "\(fields.map(\.0))")
+        #expect(fields.contains { $0.0 == "authorization" && $0.1 == "bearer header.claims.signature" })
+    }
+}
