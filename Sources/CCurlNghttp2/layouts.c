@@ -20,7 +20,9 @@ SAME_FIELD(namelen);
 SAME_FIELD(valuelen);
 SAME_FIELD(flags);
 
-// The field flags herald sets on its own fields (none) and the data flag its body source returns.
+// The field flags herald sets on its own fields (none, or never indexed on apns-id) and the data
+// flag its body source returns.
 _Static_assert(NGHTTP2_NV_FLAG_NONE == 0, "herald's fields carry flags 0 as NGHTTP2_NV_FLAG_NONE");
+_Static_assert(HERALD_NV_NO_INDEX == NGHTTP2_NV_FLAG_NO_INDEX, "HERALD_NV_NO_INDEX is not NGHTTP2_NV_FLAG_NO_INDEX (RequestHeaders.h)");
 // libcurl 7.88 needs nghttp2 1.12 or later; the shims were verified with 1.52 (LibcurlShims.swift).
 _Static_assert(NGHTTP2_VERSION_NUM >= 0x010c00, "nghttp2.h older than 1.12.0");

@@ -141,6 +141,14 @@ final class RequestFields {
         set { registered.pointee.withheld = newValue ? 1 : 0 }
     }
 
+    /// The laid-out fields' names, each with whether it goes out never indexed (for tests).
+    var fieldNames: [(name: String, neverIndexed: Bool)] {
+        (0..<registered.pointee.count).map { i in
+            (String(decoding: UnsafeBufferPointer(start: nv[i].name, count: nv[i].namelen), as: UTF8.self),
+             nv[i].flags & UInt8(HERALD_NV_NO_INDEX) != 0)
+        }
+    }
+
     private func layOut(_ r: PushRequest, jwt: String?) {
         var fields: [(String, String)] = [(":authority", authority), (":path", ""), ("content-length", ""), ("apns-id", ""), ("apns-topic", r.topic), ("apns-push-type", r.pushType.rawValue),
                                           ("apns-priority", String(r.priority))]
@@ -163,7 +171,10 @@ final class RequestFields {
         }
         for (i, (name, value)) in fields.enumerated() {
             let n = put(name), v = put(value)
-            nv[i] = herald_nv(name: n.0, value: v.0, namelen: n.1, valuelen: v.1, flags: 0)
+            // A new apns-id on every request: added to HPACK's dynamic table, it would only push out
+            // the fields requests share (nghttp2 already leaves :path and authorization out).
+            let flags = i == Self.apnsIdField ? UInt8(HERALD_NV_NO_INDEX) : 0
+            nv[i] = herald_nv(name: n.0, value: v.0, namelen: n.1, valuelen: v.1, flags: flags)
         }
         registered.pointee.count = fields.count
     }

@@ -87,6 +87,20 @@ func shimEngaged(_ shim: LibcurlShims.Shim) -> Bool {
         }
     }
 
+    /// Each request's apns-id goes to nghttp2 flagged never indexed (HPACK, RFC 7541 §6.2.3), so
+    /// it does not push the shared fields out of the dynamic table; no other field is flagged.
+    @Test func theApnsIdGoesOutNeverIndexedAndNothingElseDoes() {
+        let easy = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)   // never dereferenced: a key only
+        defer { easy.deallocate() }
+        let fields = RequestFields(easy: easy, authority: "api.push.apple.com")
+        let r = Self.mixedJobs(3...3)[0].request
+        let key = StreamSlot.HeaderKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                                       collapseId: r.collapseId, expiration: r.expiration)
+        r.payload.withUnsafeBufferPointer { fields.prepare(r, key: key, jwt: "header.claims.signature", body: $0.baseAddress!) }
+        #expect(fields.fieldNames.filter(\.neverIndexed).map(\.name) == ["apns-id"], "\(fields.fieldNames)")
+        #expect(fields.fieldNames.map(\.name).contains("authorization"))
+    }
+
     @Test func apnsHeadersGoStraightToNghttp2WithEachRequestsOwnValues() throws {
         let on = shimEngaged(.requestHeaders)
         #expect(RequestFields.inEffect == on, "libcurl's nghttp2_submit_request calls reach CCurlNghttp2 exactly when its shim is engaged")

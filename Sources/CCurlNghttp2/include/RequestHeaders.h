@@ -13,6 +13,10 @@ typedef struct herald_nv {
     uint8_t flags;
 } herald_nv;
 
+/// nghttp2's NGHTTP2_NV_FLAG_NO_INDEX (layouts.c checks it): the field goes out as an HPACK literal
+/// never indexed, for a value that differs on every request (RFC 7541 §6.2.3).
+enum { HERALD_NV_NO_INDEX = 0x01 };
+
 /// The longest apns-id or apns-unique-id value taken from an answer (longer ones go to libcurl).
 enum { HERALD_ANSWER_VALUE_MAX = 128 };
 
