@@ -46,11 +46,12 @@ test: deps test-deps
 	swift test --skip-build
 	HERALD_LIBCURL_SHIMS=off HERALD_APNS_ENGINE=libcurl swift test --skip-build --filter 'HeraldDeliveryTests|HeraldSimulatorTests|HeraldEndToEndTests'
 
-# A fresh demo campaign each time: its state and reports are reset first, so the demo always
+# A fresh demo campaign each time: its state directory (with the suppression list and silent-push
+# ledger every campaign there shares, docs/job-file.md) and its reports are reset first, so the demo always
 # shows a full send. (Running `herald run jobs/demo.yaml` again without the reset shows resume:
 # a finished campaign sends nothing.)
 demo: build
-	@rm -rf state/demo-spring-sale.sqlite* reports/demo-spring-sale
+	@rm -rf state/demo reports/demo-spring-sale
 	$(HERALD_DEBUG) run jobs/demo.yaml
 	@echo
 	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (summary.html, deliveries.csv, deliveries.ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)"
