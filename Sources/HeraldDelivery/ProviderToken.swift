@@ -37,9 +37,11 @@ public final class ProviderToken: Sendable {
 
     /// The current JWT, re-signed only once it is `refreshAge` old. Signing happens under the lock,
     /// so connections asking at the same moment share one new token instead of each signing one.
+    /// The clock is read under the lock too: a time read before another connection signed would
+    /// look older than that token's `iat` and, by the clock-went-back rule, sign a second one.
     public func current() throws(DeliveryError) -> String {
-        let now = clock()
         let result: Result<String, DeliveryError> = cached.withLock { c in
+            let now = clock()
             if let c, now.timeIntervalSince(c.issuedAt) < Self.refreshAge, now >= c.issuedAt { return .success(c.jwt) }
             do throws(DeliveryError) {
                 let jwt = try sign(issuedAt: now)

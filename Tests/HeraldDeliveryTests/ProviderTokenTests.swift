@@ -56,6 +56,33 @@ import Testing
         #expect(token.signedCount == 3)
     }
 
+    @Test func connectionsAskingAtOnceShareOneSignature() throws {
+        // Connection A reads the time, then connection B reads a later one and signs first. A must
+        // take B's token, not see it as issued in its future and sign another. The clock holds A's
+        // first reading until B is done, or half a second if B cannot start before A is done.
+        final class Clock: @unchecked Sendable {
+            let lock = NSLock(); var now = Date(timeIntervalSince1970: 1_800_000_000); var calls = 0
+            let bDone = DispatchSemaphore(value: 0), aReading = DispatchSemaphore(value: 0)
+        }
+        let clock = Clock()
+        let token = try ProviderToken(privateKeyPEM: TestKey().privateKeyPEM, source: "test", teamId: TestKey.teamId,
+                                      keyId: TestKey.keyId, clock: {
+            clock.lock.lock()
+            clock.calls += 1; let call = clock.calls
+            clock.now += 0.001; let reading = clock.now
+            clock.lock.unlock()
+            if call == 1 { clock.aReading.signal(); _ = clock.bDone.wait(timeout: .now() + 0.5) }
+            return reading
+        })
+        // Threads of their own: a thread pool as wide as the cores may not start B while A waits.
+        let finished = DispatchSemaphore(value: 0)
+        Thread { _ = try? token.current(); finished.signal() }.start()
+        clock.aReading.wait()
+        Thread { _ = try? token.current(); clock.bDone.signal(); finished.signal() }.start()
+        finished.wait(); finished.wait()
+        #expect(token.signedCount == 1)
+    }
+
     @Test func unusableKeysAreRejectedWithoutEchoingThem() throws {
         let secret = "-----BEGIN PRIVATE KEY-----\nTUlJQ2VnSUJBREFOQmdrcWhraUc5dzBCQVFFRkFBU0NB\n-----END PRIVATE KEY-----\n"
         let error = try #require(throws: DeliveryError.self) {
