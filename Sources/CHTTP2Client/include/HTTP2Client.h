@@ -86,12 +86,12 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
 int h2_fd(const h2_conn *c);
 int h2_wants_write(h2_conn *c);
 
-// Queues one POST. `fields` is packed as [u16 name length][name][u16 value length][value]...,
-// names in lower case, ":path" first; :method, :scheme and :authority are added here. The top bit
-// of a name's length marks a value that differs on every request (the path, apns-id): HPACK sends
-// it as a literal never indexed instead of adding it to the dynamic table, where it would only
-// push out the fields requests share (RFC 7541 §6.2.3). nghttp2 itself already leaves :path,
-// content-length and authorization out of the table; apns-id it would add. The fields and body are copied. Returns
+// Queues one POST. `fields` is packed as [u16 name length][name][u16 value length][value]..., names
+// in lower case, ":path" first; :method, :scheme and :authority are added here. The top bit of a
+// name's length marks a value that differs on every request (the path, apns-id): HPACK sends it as
+// a literal never indexed instead of adding it to the dynamic table, where it would only push out
+// the fields requests share (RFC 7541 §6.2.3). nghttp2 itself already leaves :path, content-length
+// and authorization out of the table; apns-id it would add. The fields and body are copied. Returns
 // the stream id, or a negative nghttp2 error (h2_strerror).
 int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const uint8_t *body, size_t body_len, uint64_t cookie);
 
