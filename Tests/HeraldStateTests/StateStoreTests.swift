@@ -258,6 +258,35 @@ import Testing
         #expect(staged == [run.id + 100, run.id + 100])
     }
 
+    /// Finishing frees the staged table's pages without writing them again, even where the SQLite
+    /// build zeroes deleted content by default (Debian's: secure_delete on): the WAL gets the free
+    /// list's few pages, not a zeroed copy of the table. The connection's setting is left as found.
+    @Test func finishingDoesNotRewriteTheStagedPages() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        try s.db.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
+        let run = try s.openRun(campaign: CampaignName("c"))
+        var b = batch(Array(1...2_000))
+        let payload = Array(#"{"aps":{"alert":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 2_000) + Array(#""}}"#.utf8)
+        for i in b.recipients.indices { b.recipients[i].payload = payload }
+        try s.run(run).ingest(b)
+        try s.run(run).markIngestComplete()
+        try s.run(run).record(try s.run(run).claim(limit: 2_000).map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
+        let stagedPages = try s.read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM dbstat WHERE name = 'audience_row'") ?? 0
+        }
+        #expect(stagedPages > 400)
+        try s.db.writeWithoutTransaction { db in _ = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        #expect(try FileManager.default.attributesOfItem(atPath: dir.file("c.sqlite") + "-wal")[.size] as? Int == 0)
+
+        try s.run(run).finish()
+
+        let walBytes = try FileManager.default.attributesOfItem(atPath: dir.file("c.sqlite") + "-wal")[.size] as? Int ?? 0
+        let frames = walBytes / (8_192 + 24)
+        #expect(frames < 20, "finishing wrote \(frames) pages to the WAL for a staged table of \(stagedPages)")
+        #expect(try s.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row") } == 0)
+        #expect(try s.read { db in try Int.fetchOne(db, sql: "PRAGMA secure_delete") } == 1)
+    }
+
     func batch(_ ids: [Int], line: Int = 0) -> IngestBatch {
         var b = IngestBatch()
         b.recipients = ids.map { recipient($0) }
