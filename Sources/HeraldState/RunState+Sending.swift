@@ -71,6 +71,7 @@ extension RunState {
         // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
         // column name would cost more than the UPDATE itself, once per recipient per attempt.
         let mark = try Self.claimMark(db, run: id)
+        var references = PayloadReferences(db: db, path: store.path)
         var out: [ClaimedRecipient] = []
         out.reserveCapacity(limit)
         /// Appends up to what `limit` leaves of the recipients that meet `condition` (a status and a
@@ -80,7 +81,7 @@ extension RunState {
             guard first < limit else { return first..<first }
             let select = try RawStatement(cached: db, sql: """
                 SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration,
-                       r.timezone
+                       r.timezone, a.payload_reference
                 FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
                 WHERE r.run = ?1 AND r.run_attempts < ?3 AND \(condition) ORDER BY \(order) LIMIT ?4
                 """)
@@ -94,7 +95,8 @@ extension RunState {
                     let expiration = r.optionalString(7).flatMap { ExpirationSpec(storageText: $0) } ?? .unset
                     headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
                 }
-                out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)), payload: r.byteArray(2),
+                out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)),
+                                            payload: try references.payload(r.bytes(2), reference: r.optionalInt64(9), seq: r.int64(0)),
                                             apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now,
                                             timezone: r.optionalString(8)))
             }

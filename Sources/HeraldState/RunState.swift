@@ -52,6 +52,7 @@ public struct RunState: Sendable {
                 } else {
                     try db.execute(sql: "DELETE FROM audience_row")
                 }
+                try db.execute(sql: "DELETE FROM payload_reference WHERE run = ?", arguments: [id])
             }
         }
     }
@@ -313,27 +314,51 @@ public struct RunState: Sendable {
 /// from there without another copy (`bindStatic`), the statement run while the buffer is in hand;
 /// `finish` drops the bindings so no pointer outlives the buffer. The row's id is then the
 /// connection's `lastInsertedRowID`.
+///
+/// Payloads are kept as differences from the run's latest reference payload (`PayloadReference`).
+/// The first payload of each batch decides whether that reference still fits: when it has none,
+/// or that payload would keep more than half its size against it (a job whose template changed
+/// between invocations, a locale change), the payload becomes the run's new reference, inserted
+/// in the batch's transaction before any row that uses it.
 struct StagedRowInsert {
     private let statement: RawStatement
+    private let db: Database
+    private let run: Int64
     private var bytes: [UInt8] = []
+    /// Where each encoded payload is decoded again to be checked.
+    private var scratch: [UInt8] = []
+    private var reference: PayloadReference?
+    private var referenceChecked = false
+    /// Smaller payloads are kept as they are: too short to share anything worth a reference.
+    static let smallestReference = 16
 
     init(_ db: Database, run: Int64, pass: Int) throws {
+        self.db = db
+        self.run = run
         statement = try RawStatement(db, sql: """
             INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                      registered_at, timezone, due_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      registered_at, timezone, due_at, payload_reference)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         statement.bind(2, pass)
         bytes.reserveCapacity(1024)
+        reference = try Row.fetchOne(db, sql: "SELECT id, bytes FROM payload_reference WHERE run = ? ORDER BY id DESC LIMIT 1",
+                                     arguments: [run]).map { PayloadReference(id: $0["id"], bytes: [UInt8]($0["bytes"] as Data)) }
     }
 
     mutating func insert(_ r: IngestBatch.Recipient) throws {
         bytes.removeAll(keepingCapacity: true)
         let token = bytes.appendText(r.token.hex), file = bytes.appendText(r.location.file)
         let recipientId = bytes.appendText(r.recipientId), apnsId = bytes.appendText(r.apnsId)
-        let payload = bytes.count..<bytes.count + r.payload.count
-        bytes.append(contentsOf: r.payload)
+        let payloadStart = bytes.count
+        var referenceId: Int64?
+        if let reference = try reference(for: r.payload), reference.encode(r.payload, into: &bytes, scratch: &scratch) {
+            referenceId = reference.id
+        } else {
+            bytes.append(contentsOf: r.payload)
+        }
+        let payload = payloadStart..<bytes.count
         let collapseId = r.headers?.collapseId.map { bytes.appendText($0) }
         let expiration = r.headers.map { bytes.appendText($0.expiration.storageText) }
         let insert = statement
@@ -350,8 +375,23 @@ struct StagedRowInsert {
             insert.bind(12, r.registeredAt)
             insert.bind(13, r.timezone)
             insert.bind(14, r.dueAt)
+            insert.bind(15, referenceId)
             try insert.execute()
         }
+    }
+
+    /// The reference this batch's payloads are kept against, decided at its first payload.
+    private mutating func reference(for payload: [UInt8]) throws -> PayloadReference? {
+        guard !referenceChecked else { return reference }
+        referenceChecked = true
+        guard payload.count >= Self.smallestReference else { return reference }
+        if let reference {
+            var probe: [UInt8] = []
+            if reference.encode(payload, into: &probe, scratch: &scratch), probe.count <= payload.count / 2 { return reference }
+        }
+        try db.execute(sql: "INSERT INTO payload_reference (run, bytes) VALUES (?, ?)", arguments: [run, Data(payload)])
+        reference = PayloadReference(id: db.lastInsertedRowID, bytes: payload)
+        return reference
     }
 
     func finish() { statement.clearBindings() }

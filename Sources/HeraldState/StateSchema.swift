@@ -228,6 +228,21 @@ enum StateSchema {
         m.registerMigration("8-broadcast-runs") { db in
             try db.execute(sql: "ALTER TABLE run ADD COLUMN broadcast INTEGER NOT NULL DEFAULT 0")
         }
+        // Staged payloads kept as differences from a reference payload of the same run
+        // (`PayloadReference`): a staged row whose `payload_reference` is set holds its payload in
+        // that encoded form; NULL, as every row before this migration, holds it as it is. A run's
+        // references go when its staged rows do (`RunState.finish`).
+        m.registerMigration("9-payload-references") { db in
+            try db.execute(sql: """
+                CREATE TABLE payload_reference (
+                    id INTEGER PRIMARY KEY,
+                    run INTEGER NOT NULL,
+                    bytes BLOB NOT NULL
+                );
+                CREATE INDEX payload_reference_run ON payload_reference(run);
+                ALTER TABLE audience_row ADD COLUMN payload_reference INTEGER;
+                """)
+        }
         return m
     }
 }

@@ -266,8 +266,13 @@ import Testing
         try s.db.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
         let run = try s.openRun(campaign: CampaignName("c"))
         var b = batch(Array(1...2_000))
-        let payload = Array(#"{"aps":{"alert":""#.utf8) + Array(repeating: UInt8(ascii: "x"), count: 2_000) + Array(#""}}"#.utf8)
-        for i in b.recipients.indices { b.recipients[i].payload = payload }
+        // Payloads with nothing in common, so each is staged whole (as differences from a
+        // reference they would take a few bytes each) and the table spans hundreds of pages.
+        var rng = SeededGenerator(seed: 1)
+        for i in b.recipients.indices {
+            b.recipients[i].payload = Array(#"{"aps":{"alert":""#.utf8) + (0..<2_000).map { _ in UInt8.random(in: 97...122, using: &rng) }
+                + Array(#""}}"#.utf8)
+        }
         try s.run(run).ingest(b)
         try s.run(run).markIngestComplete()
         try s.run(run).record(try s.run(run).claim(limit: 2_000).map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
@@ -285,6 +290,62 @@ import Testing
         #expect(frames < 20, "finishing wrote \(frames) pages to the WAL for a staged table of \(stagedPages)")
         #expect(try s.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row") } == 0)
         #expect(try s.read { db in try Int.fetchOne(db, sql: "PRAGMA secure_delete") } == 1)
+    }
+
+    /// Payloads of one template are staged as differences from a reference payload: a few dozen
+    /// bytes each instead of the whole payload. A batch whose first payload shares little with
+    /// the reference (the job's template changed) starts a new one; every claim gets its payload
+    /// back byte for byte, and the references go with the staged rows when the run finishes.
+    @Test func payloadsAreStagedAsDifferencesFromAReference() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        func digest(_ i: Int) -> [UInt8] {
+            Array(#"{"aps":{"alert":{"title":"Your weekly summary is ready","body":"Hi user \#(i), you have \#(i % 17) unread messages."},"badge":\#(i % 17),"sound":"default"},"user_id":"u-\#(i)"}"#.utf8)
+        }
+        func offer(_ i: Int) -> [UInt8] {
+            Array(#"{"aps":{"content-available":1},"offer":{"code":"SPRING-\#(i)","expires":"2026-12-01","terms":"one per customer, while stocks last"}}"#.utf8)
+        }
+        var expected: [Int: [UInt8]] = [:]
+        for (ids, render) in [(Array(1...300), digest), (Array(301...600), digest), (Array(601...900), offer)] as [([Int], (Int) -> [UInt8])] {
+            var b = batch(ids)
+            for i in b.recipients.indices { b.recipients[i].payload = render(ids[i]); expected[ids[i]] = render(ids[i]) }
+            try s.run(run).ingest(b)
+        }
+        try s.run(run).markIngestComplete()
+        let staged = try s.read { db in
+            try Row.fetchAll(db, sql: "SELECT length(payload) AS n, payload_reference AS ref FROM audience_row ORDER BY id")
+        }
+        #expect(try s.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM payload_reference WHERE run = ?", arguments: [run.id]) } == 2)
+        #expect(staged.allSatisfy { ($0["ref"] as Int64?) != nil }, "every payload shares most of its bytes with a reference")
+        let longest = staged.map { $0["n"] as Int }.max() ?? 0
+        #expect(longest < 40, "staged payloads of up to \(longest) bytes; rendered ones are over 100")
+
+        let claimed = try s.run(run).claim(limit: 1_000)
+        #expect(claimed.count == 900)
+        for c in claimed {
+            let i = Int(c.token.hex, radix: 16)!
+            #expect(c.payload == expected[i], "recipient \(i)")
+        }
+        try s.run(run).record(claimed.map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
+        try s.run(run).finish()
+        #expect(try s.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM payload_reference") } == 0)
+    }
+
+    /// A staged payload whose reference is gone (the file changed outside herald) stops the claim
+    /// with an error naming the recipient, instead of sending something else.
+    @Test func aPayloadThatCannotBeReadBackIsAnError() throws {
+        let s = try StateStore(path: dir.file("c.sqlite"))
+        let run = try s.openRun(campaign: CampaignName("c"))
+        var b = batch([1, 2])
+        for i in b.recipients.indices { b.recipients[i].payload = Array(#"{"aps":{"alert":"Your order has shipped"},"order":"A-1"}"#.utf8) }
+        try s.run(run).ingest(b)
+        try s.run(run).markIngestComplete()
+        try s.write { db in try db.execute(sql: "UPDATE payload_reference SET bytes = x'7b7d'") }
+        #expect {
+            _ = try s.run(run).claim(limit: 10)
+        } throws: { error in
+            "\(error)".contains("staged payload of recipient") && "\(error)".contains("cannot be read back")
+        }
     }
 
     func batch(_ ids: [Int], line: Int = 0) -> IngestBatch {
