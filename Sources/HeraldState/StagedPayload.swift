@@ -102,20 +102,22 @@ struct PayloadReference: Sendable {
         guard let total = readVarint(encoded, &at), total <= 1 << 24 else { return false }
         let end = out.count + total
         out.reserveCapacity(end)
-        while at < encoded.count {
-            guard let op = readVarint(encoded, &at) else { return false }
-            let length = op >> 1
-            guard length <= end - out.count else { return false }
-            if op & 1 == 1 {
-                guard let from = readVarint(encoded, &at), from <= reference.count, length <= reference.count - from else { return false }
-                out.append(contentsOf: reference[from..<from + length])
-            } else {
-                guard length <= encoded.count - at else { return false }
-                out.append(contentsOf: encoded[at..<at + length])
-                at += length
+        return reference.withUnsafeBytes { ref in
+            while at < encoded.count {
+                guard let op = readVarint(encoded, &at) else { return false }
+                let length = op >> 1
+                guard length <= end - out.count else { return false }
+                if op & 1 == 1 {
+                    guard let from = readVarint(encoded, &at), from <= ref.count, length <= ref.count - from else { return false }
+                    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: ref[from..<from + length]))
+                } else {
+                    guard length <= encoded.count - at else { return false }
+                    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: encoded[at..<at + length]))
+                    at += length
+                }
             }
+            return out.count == end
         }
-        return out.count == end
     }
 
     /// How many bytes `a` from `i` and `b` from `j` have in common, 8 at a time.
@@ -143,7 +145,7 @@ struct PayloadReference: Sendable {
     private static func appendLiteral(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, to out: inout [UInt8]) {
         guard !range.isEmpty else { return }
         appendVarint(range.count << 1, to: &out)
-        out.append(contentsOf: p[range])
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: p[range]))
     }
 
     static func appendVarint(_ value: Int, to out: inout [UInt8]) {
