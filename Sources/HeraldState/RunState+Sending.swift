@@ -71,7 +71,6 @@ extension RunState {
         // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
         // column name would cost more than the UPDATE itself, once per recipient per attempt.
         let mark = try Self.claimMark(db, run: id)
-        var references = PayloadReferences(db: db, path: store.path)
         var out: [ClaimedRecipient] = []
         out.reserveCapacity(limit)
         /// Appends up to what `limit` leaves of the recipients that meet `condition` (a status and a
@@ -96,7 +95,8 @@ extension RunState {
                     headers = RecipientHeaders(priority: r.int(5), collapseId: r.optionalString(6), expiration: expiration)
                 }
                 out.append(ClaimedRecipient(seq: r.int64(0), token: DeviceToken(trustedCanonical: r.string(1)),
-                                            payload: try references.payload(r.bytes(2), reference: r.optionalInt64(9), seq: r.int64(0)),
+                                            payload: try payloadReferences.payload(r.bytes(2), reference: r.optionalInt64(9), seq: r.int64(0),
+                                                                                     db: db, path: store.path),
                                             apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now,
                                             timezone: r.optionalString(8)))
             }

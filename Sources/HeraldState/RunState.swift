@@ -7,6 +7,8 @@ import HeraldCore
 public struct RunState: Sendable {
     public let store: StateStore
     public let id: Int64
+    /// The staged payloads' references this run has read (`claim`).
+    let payloadReferences = PayloadReferences()
 
     /// The condition of the partial status index `recipient_flagged`: every status but pending
     /// and sent. SQLite uses a partial index only for a query whose WHERE repeats this term word

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// How a staged row keeps its rendered payload: as copies of byte runs from a reference payload
 /// of the same run (`payload_reference`, one row per reference) and the bytes that differ.
@@ -38,7 +39,7 @@ struct PayloadReference: Sendable {
         self.bytes = bytes
         var heads = [Int32](repeating: -1, count: 1 << Self.hashBits)
         if bytes.count >= Self.minimumCopy {
-            bytes.withUnsafeBufferPointer { b in
+            bytes.withUnsafeBytes { b in
                 for offset in 0...(b.count - Self.minimumCopy) {
                     let h = Self.hash(Self.word(b, offset))
                     if heads[h] < 0 { heads[h] = Int32(offset) }
@@ -50,83 +51,95 @@ struct PayloadReference: Sendable {
 
     /// `payload` as copies from the reference and literal bytes, appended to `out`; false (and
     /// `out` as it was) when that would not be smaller than the payload itself. The result is
-    /// decoded again (into `scratch`) before it is accepted, so a payload is only ever kept in a
-    /// form that gives it back byte for byte.
+    /// decoded again (in `scratch`) and compared before it is accepted, so a payload is only ever
+    /// kept in a form that gives it back byte for byte.
     func encode(_ payload: [UInt8], into out: inout [UInt8], scratch: inout [UInt8]) -> Bool {
-        let start = out.count
-        Self.appendVarint(payload.count, to: &out)
-        bytes.withUnsafeBufferPointer { ref in
-            payload.withUnsafeBufferPointer { p in
-                var literalStart = 0
-                var i = 0
-                while i + Self.minimumCopy <= p.count {
-                    let candidate = Int(heads[Self.hash(Self.word(p, i))])
-                    guard candidate >= 0, Self.word(ref, candidate) == Self.word(p, i) else {
-                        i += 1
-                        continue
-                    }
-                    var from = candidate, at = i
-                    var length = Self.minimumCopy + Self.commonPrefix(ref, from + Self.minimumCopy, p, at + Self.minimumCopy)
-                    // The run may start before the probe that found it, inside the pending literal.
-                    while at > literalStart, from > 0, ref[from - 1] == p[at - 1] { at -= 1; from -= 1; length += 1 }
-                    Self.appendLiteral(p, literalStart..<at, to: &out)
-                    Self.appendVarint(length << 1 | 1, to: &out)
-                    Self.appendVarint(from, to: &out)
-                    i = at + length
-                    literalStart = i
+        // The encoding goes to the scratch's first `payload.count` bytes (it is refused as soon as
+        // it would fill them), its check to the next `payload.count`.
+        if scratch.count < 2 * payload.count { scratch = [UInt8](repeating: 0, count: 2 * payload.count) }
+        let length: Int? = bytes.withUnsafeBytes { ref in
+            payload.withUnsafeBytes { p in
+                scratch.withUnsafeMutableBytes { buffer in
+                    var w = Writer(UnsafeMutableRawBufferPointer(rebasing: buffer[..<p.count]))
+                    guard encode(p, reference: ref, to: &w), w.count < p.count else { return nil }
+                    let check = UnsafeMutableRawBufferPointer(rebasing: buffer[p.count..<2 * p.count])
+                    guard Self.decode(UnsafeRawBufferPointer(rebasing: buffer[..<w.count]), reference: ref, into: check) == p.count,
+                          memcmp(check.baseAddress!, p.baseAddress!, p.count) == 0 else { return nil }
+                    return w.count
                 }
-                Self.appendLiteral(p, literalStart..<p.count, to: &out)
             }
         }
-        scratch.removeAll(keepingCapacity: true)
-        var fits = out.count - start < payload.count
-        if fits {
-            fits = out.withUnsafeBytes { Self.decode(UnsafeRawBufferPointer(rebasing: $0[start...]), reference: bytes, into: &scratch) }
-                && scratch.count == payload.count
-                && scratch.withUnsafeBytes { a in payload.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 } }
+        guard let length else { return false }
+        scratch.withUnsafeBufferPointer { out.append(contentsOf: UnsafeBufferPointer(rebasing: $0[..<length])) }
+        return true
+    }
+
+    /// The encoding proper; false when it would not fit `w` (be no smaller than the payload).
+    private func encode(_ p: UnsafeRawBufferPointer, reference ref: UnsafeRawBufferPointer, to w: inout Writer) -> Bool {
+        guard p.count > 0, w.varint(p.count) else { return false }
+        var literalStart = 0
+        var i = 0
+        while i + Self.minimumCopy <= p.count {
+            let candidate = Int(heads[Self.hash(Self.word(p, i))])
+            guard candidate >= 0, Self.word(ref, candidate) == Self.word(p, i) else {
+                i += 1
+                continue
+            }
+            var from = candidate, at = i
+            var length = Self.minimumCopy + Self.commonPrefix(ref, from + Self.minimumCopy, p, at + Self.minimumCopy)
+            // The run may start before the probe that found it, inside the pending literal.
+            while at > literalStart, from > 0, ref[from - 1] == p[at - 1] { at -= 1; from -= 1; length += 1 }
+            guard w.literal(p, literalStart..<at), w.varint(length << 1 | 1), w.varint(from) else { return false }
+            i = at + length
+            literalStart = i
         }
-        if !fits { out.removeSubrange(start...) }
-        return fits
+        return w.literal(p, literalStart..<p.count)
     }
 
     /// The payload `encoded` stands for, or nil if it is not a well-formed encoding against
     /// `reference` (a copy outside the reference, a truncated operation, a length that does not add up).
     static func decode(_ encoded: UnsafeRawBufferPointer, reference: [UInt8]) -> [UInt8]? {
-        var out: [UInt8] = []
-        return decode(encoded, reference: reference, into: &out) ? out : nil
+        var at = 0
+        guard let total = readVarint(encoded, &at), total <= 1 << 24 else { return nil }
+        var valid = false
+        let out = [UInt8](unsafeUninitializedCapacity: total) { buffer, count in
+            let written = reference.withUnsafeBytes { decode(encoded, reference: $0, into: UnsafeMutableRawBufferPointer(buffer)) }
+            valid = written == total
+            count = valid ? total : 0
+        }
+        return valid ? out : nil
     }
 
-    /// `decode`, appending to `out`; false if `encoded` is not well-formed (`out` then holds part of it).
-    static func decode(_ encoded: UnsafeRawBufferPointer, reference: [UInt8], into out: inout [UInt8]) -> Bool {
+    /// Decodes `encoded` into `dest`; the payload's length, or nil if `encoded` is not well-formed
+    /// or its payload is longer than `dest`.
+    static func decode(_ encoded: UnsafeRawBufferPointer, reference ref: UnsafeRawBufferPointer,
+                       into dest: UnsafeMutableRawBufferPointer) -> Int? {
         var at = 0
-        guard let total = readVarint(encoded, &at), total <= 1 << 24 else { return false }
-        let end = out.count + total
-        out.reserveCapacity(end)
-        return reference.withUnsafeBytes { ref in
-            while at < encoded.count {
-                guard let op = readVarint(encoded, &at) else { return false }
-                let length = op >> 1
-                guard length <= end - out.count else { return false }
-                if op & 1 == 1 {
-                    guard let from = readVarint(encoded, &at), from <= ref.count, length <= ref.count - from else { return false }
-                    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: ref[from..<from + length]))
-                } else {
-                    guard length <= encoded.count - at else { return false }
-                    out.append(contentsOf: UnsafeRawBufferPointer(rebasing: encoded[at..<at + length]))
-                    at += length
-                }
+        guard let total = readVarint(encoded, &at), total <= dest.count else { return nil }
+        var n = 0
+        while at < encoded.count {
+            guard let op = readVarint(encoded, &at) else { return nil }
+            let length = op >> 1
+            guard length <= total - n else { return nil }
+            if op & 1 == 1 {
+                guard let from = readVarint(encoded, &at), from <= ref.count, length <= ref.count - from else { return nil }
+                if length > 0 { (dest.baseAddress! + n).copyMemory(from: ref.baseAddress! + from, byteCount: length) }
+            } else {
+                guard length <= encoded.count - at else { return nil }
+                if length > 0 { (dest.baseAddress! + n).copyMemory(from: encoded.baseAddress! + at, byteCount: length) }
+                at += length
             }
-            return out.count == end
+            n += length
         }
+        return n == total ? n : nil
     }
 
     /// How many bytes `a` from `i` and `b` from `j` have in common, 8 at a time.
-    private static func commonPrefix(_ a: UnsafeBufferPointer<UInt8>, _ i: Int, _ b: UnsafeBufferPointer<UInt8>, _ j: Int) -> Int {
+    private static func commonPrefix(_ a: UnsafeRawBufferPointer, _ i: Int, _ b: UnsafeRawBufferPointer, _ j: Int) -> Int {
         let limit = min(a.count - i, b.count - j)
         var n = 0
         while n + 8 <= limit {
-            let x = UnsafeRawBufferPointer(a).loadUnaligned(fromByteOffset: i + n, as: UInt64.self)
-                ^ UnsafeRawBufferPointer(b).loadUnaligned(fromByteOffset: j + n, as: UInt64.self)
+            let x = a.loadUnaligned(fromByteOffset: i + n, as: UInt64.self) ^ b.loadUnaligned(fromByteOffset: j + n, as: UInt64.self)
             if x != 0 { return n + x.littleEndian.trailingZeroBitCount / 8 }
             n += 8
         }
@@ -134,28 +147,45 @@ struct PayloadReference: Sendable {
         return n
     }
 
-    private static func word(_ b: UnsafeBufferPointer<UInt8>, _ offset: Int) -> UInt32 {
-        UnsafeRawBufferPointer(b).loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+    private static func word(_ b: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
+        b.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
     }
 
     private static func hash(_ word: UInt32) -> Int {
         Int((word &* 2_654_435_761) >> UInt32(32 - hashBits))
     }
 
-    private static func appendLiteral(_ p: UnsafeBufferPointer<UInt8>, _ range: Range<Int>, to out: inout [UInt8]) {
-        guard !range.isEmpty else { return }
-        appendVarint(range.count << 1, to: &out)
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: p[range]))
-    }
+    /// Writes into a fixed buffer; every write says whether it fitted.
+    private struct Writer {
+        let buffer: UnsafeMutableRawBufferPointer
+        private(set) var count = 0
 
-    static func appendVarint(_ value: Int, to out: inout [UInt8]) {
-        if value < 0x80 { out.append(UInt8(value)); return }
-        var v = UInt(value)
-        while v >= 0x80 {
-            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-            v >>= 7
+        init(_ buffer: UnsafeMutableRawBufferPointer) { self.buffer = buffer }
+
+        /// Little-endian base 128.
+        mutating func varint(_ value: Int) -> Bool {
+            var v = UInt(value)
+            while true {
+                guard count < buffer.count else { return false }
+                if v < 0x80 {
+                    buffer[count] = UInt8(v)
+                    count += 1
+                    return true
+                }
+                buffer[count] = UInt8(truncatingIfNeeded: v) | 0x80
+                count += 1
+                v >>= 7
+            }
         }
-        out.append(UInt8(v))
+
+        /// An operation of literal bytes (none for an empty range).
+        mutating func literal(_ p: UnsafeRawBufferPointer, _ range: Range<Int>) -> Bool {
+            guard !range.isEmpty else { return true }
+            guard varint(range.count << 1), range.count <= buffer.count - count else { return false }
+            (buffer.baseAddress! + count).copyMemory(from: p.baseAddress! + range.lowerBound, byteCount: range.count)
+            count += range.count
+            return true
+        }
     }
 
     /// Up to 4 bytes (28 bits): no payload, offset or length comes near that.
@@ -173,27 +203,24 @@ struct PayloadReference: Sendable {
     }
 }
 
-/// The payloads of claimed rows, decoded against their references, each reference read once per claim.
-struct PayloadReferences {
-    let db: Database
-    /// The state file, for the error.
-    let path: String
-    private var loaded: [Int64: [UInt8]] = [:]
-
-    init(db: Database, path: String) {
-        self.db = db
-        self.path = path
-    }
+/// The payloads of claimed rows, decoded against their references. A reference's bytes are read
+/// from the state file once per run: its id names the same bytes for good (AUTOINCREMENT, never
+/// reused in the file, https://sqlite.org/autoinc.html), and a run has at most one reference per
+/// recorded batch, usually one.
+final class PayloadReferences: Sendable {
+    private let loaded = Mutex<[Int64: [UInt8]]>([:])
 
     /// The payload of a staged row whose `payload` column holds `stored` and whose
     /// `payload_reference` is `reference`.
-    mutating func payload(_ stored: UnsafeRawBufferPointer, reference: Int64?, seq: Int64) throws -> [UInt8] {
+    func payload(_ stored: UnsafeRawBufferPointer, reference: Int64?, seq: Int64, db: Database, path: String) throws -> [UInt8] {
         guard let reference else { return Array(stored) }
-        if loaded[reference] == nil {
-            let bytes = try Data.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM payload_reference WHERE id = ?"), arguments: [reference])
-            loaded[reference] = bytes.map { [UInt8]($0) }
+        var bytes = loaded.withLock { $0[reference] }
+        if bytes == nil {
+            bytes = try Data.fetchOne(db.cachedStatement(sql: "SELECT bytes FROM payload_reference WHERE id = ?"), arguments: [reference])
+                .map { [UInt8]($0) }
+            if let bytes { loaded.withLock { $0[reference] = bytes } }
         }
-        guard let bytes = loaded[reference], let payload = PayloadReference.decode(stored, reference: bytes) else {
+        guard let bytes, let payload = PayloadReference.decode(stored, reference: bytes) else {
             throw StateError(path: path, message: "the staged payload of recipient \(seq) cannot be read back (payload reference \(reference)): "
                                  + "the state file was changed outside herald")
         }

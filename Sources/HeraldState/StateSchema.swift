@@ -231,11 +231,12 @@ enum StateSchema {
         // Staged payloads kept as differences from a reference payload of the same run
         // (`PayloadReference`): a staged row whose `payload_reference` is set holds its payload in
         // that encoded form; NULL, as every row before this migration, holds it as it is. A run's
-        // references go when its staged rows do (`RunState.finish`).
+        // references go when its staged rows do (`RunState.finish`). AUTOINCREMENT: a reference's
+        // id is never used again in the file, so a claim may keep the bytes it read for an id.
         m.registerMigration("9-payload-references") { db in
             try db.execute(sql: """
                 CREATE TABLE payload_reference (
-                    id INTEGER PRIMARY KEY,
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
                     run INTEGER NOT NULL,
                     bytes BLOB NOT NULL
                 );
