@@ -79,7 +79,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // `make bench`: single-stage micro-benchmarks (the end-to-end figures come from the herald binary).
-        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldState"], path: "Benchmarks/Sources/herald-bench"),
+        .executableTarget(name: "herald-bench", dependencies: ["HeraldCore", "HeraldState", "HeraldTestSupport"], path: "Benchmarks/Sources/herald-bench"),
 
         // `make bench` (Benchmarks/render_bench.py): payload rendering throughput on one core, release build.
         .executableTarget(name: "render-bench", dependencies: ["HeraldPayload", "HeraldJob", "HeraldCore"], path: "Benchmarks/render_bench"),

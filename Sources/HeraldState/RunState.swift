@@ -327,7 +327,7 @@ struct StagedRowInsert {
     private let db: Database
     private let run: Int64
     private var bytes: [UInt8] = []
-    /// Where each encoded payload is decoded again to be checked.
+    /// Where each payload is encoded, and decoded again to be checked (`PayloadReference.encode`).
     private var scratch: [UInt8] = []
     private var reference: PayloadReference?
     private var referenceChecked = false

@@ -1,5 +1,6 @@
 import Foundation
 @testable import HeraldState
+import HeraldTestSupport
 import Testing
 
 /// The staged payload encoding: whatever `encode` accepts, `decode` gives back byte for byte;
@@ -48,7 +49,7 @@ import Testing
     /// Payloads made from the reference by random edits (bytes replaced, inserted, removed, runs
     /// moved and repeated), appended after other bytes as the staged row's buffer holds them.
     @Test mutating func everyAcceptedEncodingDecodesToThePayload() {
-        var rng = SeededGenerator(seed: 0x5eed)
+        var rng = SplitMix64(seed: 0x5eed)
         let reference = PayloadReference(id: 1, bytes: rendered("Alice", 3, "u-000001"))
         var accepted = 0
         for _ in 0..<5_000 {
@@ -93,18 +94,5 @@ import Testing
         #expect(decode([4, 4 << 1, 65, 66], reference) == nil, "literal bytes cut short")
         #expect(decode([0x80, 0x80, 0x80, 0x80, 0x01], reference) == nil, "a varint too long")
         #expect(decode([3, 3 << 1, 65, 66, 67], reference) == Array("ABC".utf8))
-    }
-}
-
-/// Reproducible randomness for the encoding's property test (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -268,7 +268,7 @@ import Testing
         var b = batch(Array(1...2_000))
         // Payloads with nothing in common, so each is staged whole (as differences from a
         // reference they would take a few bytes each) and the table spans hundreds of pages.
-        var rng = SeededGenerator(seed: 1)
+        var rng = SplitMix64(seed: 1)
         for i in b.recipients.indices {
             b.recipients[i].payload = Array(#"{"aps":{"alert":""#.utf8) + (0..<2_000).map { _ in UInt8.random(in: 97...122, using: &rng) }
                 + Array(#""}}"#.utf8)

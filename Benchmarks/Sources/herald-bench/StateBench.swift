@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldState
+import HeraldTestSupport
 
 /// Dedup + checkpoint alone: audience batches (8,192 rows, as `herald run` commits them; 5 % duplicate tokens, a 120-byte
 /// payload each) committed to a fresh state file with their checkpoint, as `herald run` ingests;
@@ -139,18 +140,5 @@ enum StateBench {
     static func loadAverage() -> Double {
         var l = [Double](repeating: 0, count: 3)
         return getloadavg(&l, 3) > 0 ? l[0] : -1
-    }
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a tiny seeded generator, so every run ingests the same tokens.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
