@@ -481,6 +481,32 @@ import Testing
         #expect(try StateStore(path: path, readOnly: true).runs().count == 1)
     }
 
+    /// A run interrupted while reading under version 8 (payloads staged whole) and resumed by this
+    /// version: the rows staged before keep their payloads as they are, the rows staged after are
+    /// kept against a reference, and every claim gets its own payload back.
+    @Test func payloadsStagedWholeByAVersionEightFileAreSentAsStaged() throws {
+        func payload(_ i: Int) -> [UInt8] { Array(#"{"aps":{"alert":"Your order \#(i) has shipped","sound":"default"},"order":"A-\#(i)"}"#.utf8) }
+        let path = try olderStateFile("v8.sqlite", upTo: "8-broadcast-runs") { db in
+            try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at, ingested_file, ingested_line, rows) VALUES ('r1', 'v8', '2026-01-01T00:00:00.000Z', 0, 3, 2)")
+            for i in 1...2 {
+                try db.execute(sql: """
+                    INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id) VALUES (1, 1, ?, 'a.csv', ?, '', ?, ?)
+                    """, arguments: [token(i).hex, i + 1, Data(payload(i)), "id\(i)"])
+            }
+        }
+        let s = try StateStore(path: path)
+        let info = try #require(try s.runs().last)
+        var b = batch([3, 4, 5], line: 6)
+        for i in b.recipients.indices { b.recipients[i].payload = payload(i + 3) }
+        try s.run(info).ingest(b)
+        try s.run(info).markIngestComplete()
+        let kept = try s.read { db in try Int64?.fetchAll(db, sql: "SELECT payload_reference FROM audience_row ORDER BY id") }
+        #expect(kept.map { $0 != nil } == [false, false, true, true, true])
+        let claimed = try s.run(info).claim(limit: 10)
+        #expect(claimed.map(\.token) == (1...5).map { token($0) })
+        #expect(claimed.map(\.payload) == (1...5).map { payload($0) })
+    }
+
     @Test func inflightRowsOfAVersionThreeFileArePendingAfterTheUpgrade() throws {
         let path = try olderStateFile("v3.sqlite", upTo: "3-report-columns") { db in
             try db.execute(sql: "INSERT INTO run (run_id, campaign, started_at, ingest_complete) VALUES ('r1', 'v3', '2026-01-01T00:00:00.000Z', 1)")
