@@ -1,3 +1,5 @@
+public import HeraldCore
+
 /// A problem with an audience file as a whole. Any of these stops the run before the first push
 /// (exit 2): sending to a silently shortened or misread audience is worse than not sending.
 /// Row-level problems are not errors; they are `AudienceEvent.invalid` rows.
@@ -19,6 +21,9 @@ public enum AudienceError: Error, Equatable, Sendable, CustomStringConvertible {
     case zlib(file: String, detail: String)
     /// A CSV file with no header row (nothing but blank lines, or nothing at all).
     case emptyFile(file: String)
+    /// A file with no data row: a CSV header alone, or nothing but blank lines (an export that
+    /// failed halfway, or a query that matched nothing) unless `audience.allow_empty` says so.
+    case noDataRows(file: String, format: AudienceFormat)
     /// The CSV header lacks the token column the job names.
     case missingTokenColumn(file: String, line: Int, column: String, columns: [String])
     /// The CSV header lacks a column another job key names (`key`: `audience.id_field`, …).
@@ -48,6 +53,10 @@ public enum AudienceError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(file): zlib error: \(detail)"
         case .emptyFile(let file):
             return "\(file): empty file (no header)"
+        case .noDataRows(let file, let format):
+            let what = format == .csv ? "a header and no data row" : "no data row"
+            return "\(file): \(what): an empty export must not look like an empty audience "
+                + "(set audience.allow_empty: true if this campaign may have no recipients)"
         case .missingTokenColumn(let file, let line, let column, let columns):
             return "\(file) line \(line): header has no column \"\(column)\" (columns: \(columns.joined(separator: ", ")))"
         case .missingColumn(let file, let line, let column, let key, let columns):

@@ -69,7 +69,11 @@ public final class AudienceFileReader {
         let event = detectedFormat == .ndjson
             ? try ndjson.next(window, mapping: mapping)
             : try csv.next(window, mapping: mapping)
-        if event != nil { rowsRead += 1 }
+        if event != nil {
+            rowsRead += 1
+        } else if rowsRead == 0 && !spec.allowEmpty {
+            throw .noDataRows(file: file.name, format: detectedFormat)
+        }
         return event
     }
 

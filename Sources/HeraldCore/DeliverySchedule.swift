@@ -23,8 +23,22 @@ public struct ScheduleSpec: Sendable, Equatable {
 /// clocks go back) means its first occurrence.
 public struct DuePlanner: Sendable {
     public let spec: ScheduleSpec
+    /// A daily campaign's UTC day (`ScheduleSpec.dailyPeriod`): each zone's span is the one that
+    /// starts within it, not the first after each instant. nil: no such restriction.
+    public let period: Date?
 
-    public init(spec: ScheduleSpec) { self.spec = spec }
+    public init(spec: ScheduleSpec, period: Date? = nil) { self.spec = spec; self.period = period }
+
+    /// The local day whose `local_time` span this planner targets in `zone`: `date`'s, or, for a
+    /// daily campaign, the day of the span that starts within the campaign's UTC day; nil: any.
+    func targetDay(in zone: TimeZone) -> Int? {
+        if let date = spec.date { return date.dayNumber }
+        guard let period, let window = spec.localTime else { return nil }
+        let start = period.timeIntervalSince1970
+        let first = Self.localDay(of: start, in: zone)
+        for d in (first - 1)...(first + 2) where Self.instants(of: window, onDay: d, in: zone).0 >= start { return d }
+        return nil
+    }
 
     public enum Due: Sendable, Equatable {
         case at(Date)
@@ -39,7 +53,7 @@ public struct DuePlanner: Sendable {
         // any real schedule. One that keeps moving (a window inside the quiet hours) never opens.
         for _ in 0..<12 {
             if let window = spec.localTime {
-                guard let (start, _) = Self.span(window, endingAfter: t, in: zone, onDay: spec.date?.dayNumber) else { return .never }
+                guard let (start, _) = Self.span(window, endingAfter: t, in: zone, onDay: targetDay(in: zone)) else { return .never }
                 t = max(t, start)
             }
             if let quiet = spec.quietHours, let end = Self.end(of: quiet, containing: t, in: zone) {
@@ -60,7 +74,7 @@ public struct DuePlanner: Sendable {
         // from that round trip an ulp later, which is still `t`.
         guard case .at(let d) = due(in: zone, after: t), d.timeIntervalSince1970 - now < 0.001 else { return nil }
         var end = Double.infinity
-        if let window = spec.localTime, let (_, close) = Self.span(window, endingAfter: now, in: zone, onDay: spec.date?.dayNumber) {
+        if let window = spec.localTime, let (_, close) = Self.span(window, endingAfter: now, in: zone, onDay: targetDay(in: zone)) {
             end = min(end, close)
         }
         if let quiet = spec.quietHours, let (start, _) = Self.span(quiet, endingAfter: now, in: zone, onDay: nil) {
@@ -98,7 +112,7 @@ public struct DuePlanner: Sendable {
     }
 
     /// The local day number (days since 1970-01-01 on the zone's calendar) at UNIX time `t`.
-    static func localDay(of t: Double, in zone: TimeZone) -> Int {
+    public static func localDay(of t: Double, in zone: TimeZone) -> Int {
         Int(((t + Double(zone.secondsFromGMT(for: Date(timeIntervalSince1970: t)))) / 86_400).rounded(.down))
     }
 
@@ -120,5 +134,39 @@ public struct DuePlanner: Sendable {
             if offset(mid) == before { low = mid } else { high = mid }
         }
         return high
+    }
+}
+
+extension ScheduleSpec {
+    /// A campaign named with `{date}` is sent again every day: for it, a `local_time` without
+    /// `date` means each zone's span that starts within the campaign's UTC day (the day `{date}`
+    /// names), so consecutive days' campaigns split every zone's spans between them: none is
+    /// sent twice on one local day, and none is left to no campaign (a zone's span that started
+    /// before the run did is `window_missed`, not taken from the next day's campaign).
+    /// The midnight (UTC) that starts that day, for a run started at `runStarted`; nil when this
+    /// does not apply (no `{date}`, a `date`, or no `local_time`).
+    public func dailyPeriod(campaign: CampaignName, runStarted: Date) -> Date? {
+        guard campaign.template.contains("{date}"), date == nil, localTime != nil else { return nil }
+        return Date(timeIntervalSince1970: (runStarted.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)
+    }
+
+    /// The zones herald accepts reach back to UTC−14:00 (a fixed offset; the tz database's latest
+    /// zone is UTC−12:00): once `date`'s window has closed there, it has closed everywhere.
+    static let latestOffsetSeconds = 14 * 3600
+
+    /// When `date`'s `local_time` window closes in the last zone it could be open in; nil without a date.
+    public var dateClosesEverywhere: Date? {
+        guard let date, let window = localTime else { return nil }
+        let end = window.to.minutes + (window.crossesMidnight ? 1440 : 0)
+        return Date(timeIntervalSince1970: Double(date.dayNumber) * 86_400 + Double(end * 60 + Self.latestOffsetSeconds))
+    }
+
+    /// Why a campaign started at `now` would send nothing: `date`'s window has already closed in
+    /// every zone, so every recipient would end `window_missed` (almost always a typo in the date).
+    public func pastDateProblem(at now: Date) -> String? {
+        guard let date, let window = localTime, let closes = dateClosesEverywhere, now >= closes else { return nil }
+        return "schedule.date \(date) is in the past: its local_time window (\(window)) closed in every time zone by "
+            + "\(UTCText.seconds(closes)), so no recipient could be sent; correct the date, or leave it out to send in each "
+            + "recipient's next window"
     }
 }

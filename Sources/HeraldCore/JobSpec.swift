@@ -48,6 +48,8 @@ public struct AudienceSpec: Sendable {
     public var prescan: Bool
     /// `audience.max_invalid_rows` (default 5 %).
     public var maxInvalidRows: InvalidRowLimit
+    /// `audience.allow_empty`: a file with no data rows is an empty audience, not a failed export (default false).
+    public var allowEmpty = false
     /// `audience.timezone_field`: the recipient's time zone, for `schedule`.
     public var timezoneField: String?
     /// `audience.channel_field`: a broadcast campaign whose rows name channels (a channel id in

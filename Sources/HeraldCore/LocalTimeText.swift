@@ -86,9 +86,25 @@ public enum TimeZoneText {
             let seconds = (h * 3600 + m * 60) * (first == "-" ? -1 : 1)
             return TimeZone(secondsFromGMT: seconds)
         }
-        // Only names: Foundation also takes abbreviations ("EST", "PST") that mean different zones
-        // to different people and ignore summer time.
-        guard t.contains("/") || t == "UTC" || t == "GMT" else { return nil }
+        guard !refusedNames.contains(t) else { return nil }
+        // Foundation also takes abbreviations ("PST", "IST", "BST") that mean different zones to
+        // different people and ignore summer time: a name without a `/` counts only when it is a
+        // file of the tz database itself (`Japan`, `GB`, `EST5EDT`, `Zulu`: the database's links).
+        guard t.contains("/") || isDatabaseFile(t) else { return nil }
         return TimeZone(identifier: t)
+    }
+
+    /// Names the tz database has that herald refuses: `EST`, `MST` and `HST` are fixed offsets
+    /// that ignore the summer time of the places people mean by them (`EST` for New York in July
+    /// is an hour off; write America/New_York), and the rest are files that name no place.
+    static let refusedNames: Set<String> = ["EST", "MST", "HST", "Factory", "localtime", "posixrules"]
+
+    /// Whether `name` is a zone file at the top of the system's tz database (`TZDIR`, as tzcode
+    /// reads it, else /usr/share/zoneinfo).
+    static func isDatabaseFile(_ name: String) -> Bool {
+        guard !name.isEmpty, !name.hasPrefix("."), name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+        let dir = ProcessInfo.processInfo.environment["TZDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/share/zoneinfo"
+        var isDir: ObjCBool = false
+        return FileManager.default.fileExists(atPath: dir + "/" + name, isDirectory: &isDir) && !isDir.boolValue
     }
 }

@@ -61,6 +61,8 @@ public final class APNsSender: @unchecked Sendable {
     /// Takes back every job no connection has started: they never left the process.
     public func withdrawQueued() -> [Int] { shared.feed.withLock { $0.removeAll() }.map(\.index) }
 
+    public func takeExpired() -> [Int] { shared.feed.withLock { $0.takeExpired() } }
+
     /// True once a connection got an abort-class answer and stopped starting requests.
     public var halted: Bool { shared.halted.load(ordering: .relaxed) }
 

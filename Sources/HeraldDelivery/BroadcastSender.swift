@@ -127,6 +127,8 @@ extension BroadcastSender: PushSending {
 
     public func withdrawQueued() -> [Int] { shared.feed.withLock { $0.removeAll() }.map(\.index) }
 
+    public func takeExpired() -> [Int] { shared.feed.withLock { $0.takeExpired() } }
+
     public func pause(until date: Date) {
         let seconds = max(0, date.timeIntervalSinceNow)
         shared.pausedUntil.store(uptimeNanoseconds() + UInt64(seconds * 1e9), ordering: .relaxed)

@@ -18,12 +18,37 @@ struct FeedBuffer {
         items.append(contentsOf: jobs)
     }
 
+    /// Jobs whose `notAfter` had passed when a connection came to take them: never started.
+    private var expired: [Int] = []
+
+    /// The next `n` jobs that may still start. The time is read here, under the feed's lock, as
+    /// the connection is about to write them: a job claimed inside its window but queued behind a
+    /// slow server does not start after the window closed.
     mutating func take(_ n: Int) -> ArraySlice<PushJob> {
         let k = min(n, count)
-        let out = items[head..<(head + k)]
+        var out = items[head..<(head + k)]
         head += k
+        if out.contains(where: { $0.notAfter != nil }) {
+            let now = Date()
+            var kept: [PushJob] = []
+            for job in out {
+                if let limit = job.notAfter, now >= limit { expired.append(job.index) } else { kept.append(job) }
+            }
+            // Refill from the queue what expired, so a connection with room is not left idle.
+            while kept.count < n && head < items.count {
+                let job = items[head]
+                head += 1
+                if let limit = job.notAfter, now >= limit { expired.append(job.index) } else { kept.append(job) }
+            }
+            out = kept[...]
+        }
         if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
         return out
+    }
+
+    mutating func takeExpired() -> [Int] {
+        defer { expired.removeAll() }
+        return expired
     }
 
     mutating func removeAll() -> [PushJob] {

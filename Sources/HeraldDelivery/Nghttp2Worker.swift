@@ -113,22 +113,27 @@ final class Nghttp2Worker: @unchecked Sendable {
     }
 
     private func startRequests() {
+        let before = self.room
+        guard before > 0, shared.feed.withLock({ $0.count }) > 0 else { return }
+        var jwt: String?
+        if let token = shared.token {
+            do { jwt = try token.current() } catch {
+                fail(shared.feed.withLock { $0.take(before) }, why: error.description)
+                return
+            }
+        }
+        // The connection before the jobs: `room` counts the server's SETTINGS_MAX_CONCURRENT_STREAMS
+        // only once it is open. Jobs taken beyond it would wait inside nghttp2 for a stream, where
+        // neither their `notAfter` nor a stop can reach them.
+        let conn: Connection
+        do { conn = try connection(for: jwt) } catch {
+            fail(shared.feed.withLock { $0.take(before) }, why: error.why)
+            return
+        }
         let room = self.room
         guard room > 0 else { return }
         let jobs = shared.feed.withLock { $0.take(room) }
         guard !jobs.isEmpty else { return }
-        var jwt: String?
-        if let token = shared.token {
-            do { jwt = try token.current() } catch {
-                fail(jobs, why: error.description)
-                return
-            }
-        }
-        let conn: Connection
-        do { conn = try connection(for: jwt) } catch {
-            fail(jobs, why: error.why)
-            return
-        }
         if jwt != headerJWT || generation == 0 {
             headerJWT = jwt
             generation += 1

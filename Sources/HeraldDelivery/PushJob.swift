@@ -6,5 +6,11 @@ public struct PushJob: Sendable {
     /// Echoed as `PushResult.index` (the runner uses the recipient's row number).
     public var index: Int
     public var request: PushRequest
-    public init(index: Int, request: PushRequest) { self.index = index; self.request = request }
+    /// The request must not start at or after this instant (the end of the recipient's sending
+    /// window, or the start of its quiet hours): a connection that takes it later hands it back
+    /// unstarted (`PushSending.takeExpired`). nil: no limit.
+    public var notAfter: Date?
+    public init(index: Int, request: PushRequest, notAfter: Date? = nil) {
+        self.index = index; self.request = request; self.notAfter = notAfter
+    }
 }

@@ -14,6 +14,8 @@ public protocol PushSending: AnyObject {
     func results(timeout: TimeInterval) -> [PushResult]
     /// Takes back every job not started: they never left the process.
     func withdrawQueued() -> [Int]
+    /// The jobs a connection did not start because their `notAfter` had passed: they never left.
+    func takeExpired() -> [Int]
     /// No new request starts before `date`.
     func pause(until date: Date)
     /// Requests each connection may keep in flight.

@@ -4,6 +4,8 @@ import Yams
 extension Context {
     /// The `schedule` section: a local sending window, quiet hours, or both, in each recipient's zone.
     func parseSchedule(_ m: inout YAMLMapping) throws(JobError) -> ScheduleSpec {
+        let known = ["default_timezone", "local_time", "date", "quiet_hours", "wait"]
+        try m.rejectUnknown(known: known)
         var spec = ScheduleSpec()
         if let zone = try m.string("default_timezone") {
             guard TimeZoneText.zone(zone) != nil else {
@@ -22,10 +24,13 @@ extension Context {
         guard spec.localTime != nil || spec.quietHours != nil else {
             throw JobError(file: file, line: m.line, "schedule needs local_time, quiet_hours or both")
         }
+        if let quiet = spec.quietHours, quiet.minutes >= 1440 {
+            throw m.error("quiet_hours", "(\(quiet)) cover the whole day: no push could ever start")
+        }
         if let window = spec.localTime, let quiet = spec.quietHours, Self.covers(quiet, window) {
             throw m.error("quiet_hours", "(\(quiet)) cover the whole of local_time (\(window)): no push could ever start")
         }
-        try m.finish(known: ["default_timezone", "local_time", "date", "quiet_hours", "wait"])
+        try m.finish(known: known)
         return spec
     }
 
@@ -47,8 +52,10 @@ extension Context {
 
     /// Whether every minute of `inner` (on a day without a clock change) is inside `outer`.
     static func covers(_ outer: LocalSpan, _ inner: LocalSpan) -> Bool {
+        // `to` may be 24:00 (1440), the end of the day: compared as is, every minute of the day
+        // (0...1439) is before it.
         func contains(_ m: Int) -> Bool {
-            let from = outer.from.minutes, to = outer.to.minutes % 1440, x = m % 1440
+            let from = outer.from.minutes, to = outer.to.minutes, x = m % 1440
             return outer.crossesMidnight ? (x >= from || x < to) : (x >= from && x < to)
         }
         return stride(from: inner.from.minutes, to: inner.from.minutes + inner.minutes, by: 1).allSatisfy(contains)

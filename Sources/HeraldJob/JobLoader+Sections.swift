@@ -3,7 +3,11 @@ import HeraldCore
 import Yams
 
 extension Context {
+    static let audienceKeys = ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows",
+                               "allow_empty", "registered_at_field", "timezone_field", "channel_field"]
+
     func parseAudience(_ m: inout YAMLMapping) throws(JobError) -> AudienceSpec {
+        try m.rejectUnknown(known: Self.audienceKeys)
         guard let (filesNode, filesLine) = m.node("files") else { throw m.error("files", "is required") }
         var names: [(name: String, line: Int?)] = []
         switch filesNode {
@@ -31,6 +35,7 @@ extension Context {
         }
         spec.registeredAtField = try m.string("registered_at_field")
         spec.prescan = try m.bool("prescan") ?? true
+        spec.allowEmpty = try m.bool("allow_empty") ?? false
         if let limit = try m.string("max_invalid_rows") {
             guard let parsed = InvalidRowLimit(text: limit) else {
                 throw m.error("max_invalid_rows", "must be a number of rows (1000) or a percentage of rows (5%), not \"\(limit)\"")
@@ -42,8 +47,7 @@ extension Context {
         if spec.channelField != nil && m.has("token_field") {
             throw m.error("token_field", "and audience.channel_field are alternatives: a row names a device token or a broadcast channel")
         }
-        try m.finish(known: ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows",
-                             "registered_at_field", "timezone_field", "channel_field"])
+        try m.finish(known: Self.audienceKeys)
         return spec
     }
 

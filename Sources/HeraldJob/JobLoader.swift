@@ -96,6 +96,7 @@ struct Context {
 
     func parse(_ root: Node, jobFile: String, overrides: JobOverrides) throws(JobError) -> JobSpec {
         var top = try YAMLMapping(root, path: "", file: file)
+        try top.rejectUnknown(known: JobLoader.topKeys)
         let campaign = try top.requiredString("campaign")
         guard !campaign.isEmpty, CampaignName(campaign).invalidCharacter == nil, campaign.first != "." else {
             throw top.error("campaign", "may contain only letters, digits, '.', '_', '-' and the placeholders {date}, {week}, {month} (it names files), not \"\(campaign)\"")

@@ -125,9 +125,43 @@ struct YAMLMapping {
 
     /// Rejects keys the schema does not know, listing the ones it does.
     func finish(known: [String]) throws(JobError) {
-        for p in pairs where !used.contains(p.key) {
-            throw JobError(file: file, line: p.line,
-                           "unknown key \"\(qualified(p.key))\" (known keys\(path.isEmpty ? "" : " in \(path)"): \(known.joined(separator: ", ")))")
+        for p in pairs where !used.contains(p.key) { throw unknown(p.key, line: p.line, known: known) }
+    }
+
+    /// The same before any key is read: a misspelt key (`audiense:`, `localtime:`) is named itself,
+    /// not by what its absence causes ("audience is required").
+    func rejectUnknown(known: [String]) throws(JobError) {
+        for p in pairs where !known.contains(p.key) { throw unknown(p.key, line: p.line, known: known) }
+    }
+
+    private func unknown(_ key: String, line: Int?, known: [String]) -> JobError {
+        let guess = Self.closest(to: key, in: known).map { ": did you mean \"\(qualified($0))\"?" } ?? ""
+        return JobError(file: file, line: line,
+                        "unknown key \"\(qualified(key))\"\(guess) (known keys\(path.isEmpty ? "" : " in \(path)"): \(known.joined(separator: ", ")))")
+    }
+
+    /// The known key nearest to `key` by edit distance (case and `-`/`_` ignored), if it is near
+    /// enough to be a slip of the keyboard: at most a third of its length, and at least one edit.
+    static func closest(to key: String, in known: [String]) -> String? {
+        func folded(_ s: String) -> [Character] { Array(s.lowercased().replacingOccurrences(of: "-", with: "_")) }
+        let k = folded(key)
+        let scored = known.map { (name: $0, distance: editDistance(k, folded($0))) }
+        guard let best = scored.min(by: { $0.distance < $1.distance }) else { return nil }
+        let allowed = max(1, min(k.count, folded(best.name).count) / 3)
+        return best.distance <= allowed ? best.name : nil
+    }
+
+    /// Levenshtein distance, two rows at a time.
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
+        if a.isEmpty { return b.count }
+        var previous = Array(0...b.count), current = previous
+        for i in 1...a.count {
+            current[0] = i
+            for j in stride(from: 1, through: b.count, by: 1) {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
         }
+        return previous[b.count]
     }
 }

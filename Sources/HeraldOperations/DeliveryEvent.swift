@@ -20,11 +20,11 @@ public enum DeliveryEvent {
             .init("campaign", .string(e.campaign)),
             .init("run_id", .string(e.runId)),
             .init("shard", shard.map(JSONValue.string) ?? .null),
-            .init("recipient_id", .string(e.recipientId)),
+            .init("recipient_id", nonEmpty(e.recipientId)),
             .init("token", e.broadcast ? .null : .string(e.token)),
             .init("apns_id", .string(e.apnsId)),
             .init("status", .string(e.status.rawValue)),
-            .init("reason", .string(e.reason)),
+            .init("reason", nonEmpty(e.reason)),
             .init("http_status", e.httpStatus.map { .number(String($0)) } ?? .null),
             .init("invalidated_at", e.invalidatedAt.map { .string(RegistrationTime.iso8601(milliseconds: $0)) } ?? .null),
             .init("channel_id", e.broadcast ? .string(e.token) : .null),
@@ -32,4 +32,8 @@ public enum DeliveryEvent {
         JSONValue.object(members).write(to: &out)
         out.append(UInt8(ascii: "\n"))
     }
+
+    /// docs/events.md: a value the recipient does not have (no reason for a sent push, no id in a
+    /// broadcast) is `null`, not an empty string.
+    private static func nonEmpty(_ s: String) -> JSONValue { s.isEmpty ? .null : .string(s) }
 }

@@ -7,12 +7,15 @@ import Foundation
 /// `systemctl status`. Without NOTIFY_SOCKET nothing is sent. A datagram that cannot be sent is
 /// dropped: the campaign never waits on systemd.
 public final class SystemdNotifier: @unchecked Sendable {
-    // @unchecked: `ready` is guarded by `lock`; the socket is written whole per datagram.
+    // @unchecked: `ready` and `stopped` are guarded by `lock`; the socket is written whole per datagram.
     private let fd: Int32
     private var address = sockaddr_un()
     private let addressLength: socklen_t
     private let lock = NSLock()
     private var ready = false
+    /// After STOPPING=1 the last STATUS stands: progress lines would tell `systemctl status` the
+    /// run is sending again while it is winding down.
+    private var stopped = false
 
     /// nil when `environment` has no usable NOTIFY_SOCKET.
     public init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -33,17 +36,25 @@ public final class SystemdNotifier: @unchecked Sendable {
 
     /// READY=1 (once) with a status line.
     public func ready(status: String) {
-        let first = lock.withLock { () -> Bool in
+        let (first, quiet) = lock.withLock { () -> (Bool, Bool) in
             defer { ready = true }
-            return !ready
+            return (!ready, stopped)
         }
-        send(first ? "READY=1\nSTATUS=\(status)" : "STATUS=\(status)")
+        if first { send(quiet ? "READY=1" : "READY=1\nSTATUS=\(status)") } else if !quiet { send("STATUS=\(status)") }
     }
 
-    public func status(_ line: String) { send("STATUS=\(line)") }
+    public func status(_ line: String) {
+        if !lock.withLock({ stopped }) { send("STATUS=\(line)") }
+    }
 
     /// The run was asked to stop (a signal): it finishes the requests in flight, then exits.
-    public func stopping() { send("STOPPING=1\nSTATUS=stopping after the requests in flight") }
+    public func stopping() {
+        let first = lock.withLock { () -> Bool in
+            defer { stopped = true }
+            return !stopped
+        }
+        if first { send("STOPPING=1\nSTATUS=stopping after the requests in flight") }
+    }
 
     private func send(_ message: String) {
         let bytes = Array(message.utf8)

@@ -18,6 +18,12 @@ struct TemplateValidator {
         for member in apsMembers {
             // `timestamp: auto`: the time the recipient's push is first rendered (TemplateCompiler).
             if member.key == "timestamp", member.value == .string(Self.autoTimestamp) { continue }
+            if member.key == "timestamp", case .string(let text) = member.value, !text.contains("{{") {
+                // `AUTO`, `now`: a near miss of the one word herald takes.
+                throw .wrongValue(source: source, path: "aps.timestamp",
+                                  expected: "the UNIX time in seconds of the content, or auto (in lower case) for the time each push is "
+                                  + "first rendered, not \"\(text)\"")
+            }
             guard let shape = APSRules.shape(in: APSRules.aps, for: member.key) else {
                 throw .unknownKey(source: source, path: "aps.\(member.key)", allowed: APSRules.aps.map(\.key))
             }

@@ -40,7 +40,7 @@ public struct AudienceScan {
             renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
                 RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
                                   localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
-                                  dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date()) })
+                                  dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
             }
         } else {
             renderer = nil

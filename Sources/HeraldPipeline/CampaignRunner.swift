@@ -96,6 +96,12 @@ public final class CampaignRunner {
                 return try EventShipper(spec: e, store: store, shard: operations.shard?.description,
                                         environment: ProcessInfo.processInfo.environment, logger: logger)
             }
+            if let problem = spec.schedule?.pastDateProblem(at: started),
+               try Self.wrap(.preparing, { () throws(StateError) in
+                   try store.runToResume(campaign: CampaignName(spec.campaign), newRun: newRun, now: started) == nil }) {
+                // Only a new run: one already under way finishes its recipients as window_missed.
+                throw RunFailure(.usage, "\(spec.jobFile): \(problem)")
+            }
             run = try Self.wrap(.preparing) { () throws(StateError) in
                 try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started, broadcast: spec.isBroadcast)
             }
@@ -134,7 +140,7 @@ public final class CampaignRunner {
             let firstOfItsName = try Self.wrap(.preparing) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
             let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
                                              registeredAtField: spec.audience.registeredAtField,
-                                             dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started) })
+                                             dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started, runStarted: run.startDate) })
             let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
             let audience = try prepareAudience(state: state, run: run)
             let result: SendResult

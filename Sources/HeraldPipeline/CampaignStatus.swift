@@ -14,6 +14,8 @@ public struct CampaignStatus: Sendable {
         public var reportsDir: String
         /// When the next recipient waiting for its local window (`schedule`) is due, if one waits.
         public var nextDue: Date? = nil
+        /// Of the `scheduled` recipients, those waiting for a frequency-cap slot, not a window.
+        public var capped = 0
     }
 
     public var statePath: String
@@ -36,7 +38,7 @@ public struct CampaignStatus: Sendable {
                 runs.append(Run(info: info, counts: try state.statusCounts(), invalid: try state.invalidRowCount(),
                                 distinct: try state.recipientCount(), lastActivity: try state.lastAttemptAt() ?? info.startedAt,
                                 reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate),
-                                nextDue: try state.nextDueTime()))
+                                nextDue: try state.nextDueTime(), capped: try state.cappedCount()))
             }
             var sinks: [String] = []
             if spec.events?.url != nil { sinks.append("url") }

@@ -15,8 +15,10 @@ final class DueTimes: Sendable {
     /// A deadline counted from each run's start moves with every rerun, so it misses nobody for good.
     let missedAfter: Double
 
-    init(job: JobSpec, now: Date) {
-        planner = DuePlanner(spec: job.schedule ?? ScheduleSpec())
+    /// `runStarted`: when the run first started (a daily campaign's day, `ScheduleSpec.dailyPeriod`).
+    init(job: JobSpec, now: Date, runStarted: Date) {
+        let schedule = job.schedule ?? ScheduleSpec()
+        planner = DuePlanner(spec: schedule, period: schedule.dailyPeriod(campaign: CampaignName(job.campaign), runStarted: runStarted))
         field = job.audience.timezoneField
         self.now = now
         missedAfter = job.throttle.deadline?.at.map(Double.init) ?? .infinity
@@ -83,9 +85,9 @@ final class LocalTimeCheck {
     private var open: [String: Date] = [:]
     private var openForRetry: [String: Date] = [:]
 
-    init?(job: JobSpec) {
+    init?(job: JobSpec, runStarted: Date) {
         guard let schedule = job.schedule else { return nil }
-        first = DuePlanner(spec: schedule)
+        first = DuePlanner(spec: schedule, period: schedule.dailyPeriod(campaign: CampaignName(job.campaign), runStarted: runStarted))
         var quiet = ScheduleSpec()
         quiet.quietHours = schedule.quietHours
         retry = schedule.quietHours == nil ? nil : DuePlanner(spec: quiet)
@@ -110,6 +112,13 @@ final class LocalTimeCheck {
         case .at(let d): return isRetry || d.timeIntervalSince1970 <= missedAfter ? .hold(until: d) : .missed
         case .never: return isRetry ? .open : .missed
         }
+    }
+
+    /// After `check` said `.open`: when that recipient's allowed stretch ends (nil: it does not),
+    /// the instant its request must not start at or after (`PushJob.notAfter`).
+    func openUntil(zone: String?, attempts: Int) -> Date? {
+        let until = (attempts > 1 ? openForRetry : open)[zone ?? defaultZone]
+        return until == .distantFuture ? nil : until
     }
 
     /// Whether retries can be held (the schedule has quiet hours).

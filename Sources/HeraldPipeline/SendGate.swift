@@ -24,6 +24,9 @@ final class SendGate {
         var deferred: [Int64] = []
         /// Not sent in this run after all (deadline, or a stop while waiting for the rate): back to `pending`.
         var unclaimed: [Int64] = []
+        /// For recipients of `send` whose window or quiet hours bound them: the instant their
+        /// request must not start at or after (`PushJob.notAfter`), checked again as a connection takes it.
+        var notAfter: [Int64: Date] = [:]
     }
 
     let throttle: ThrottleSpec
@@ -79,7 +82,7 @@ final class SendGate {
         topic = spec.apns.topic
         hasSchedule = spec.schedule != nil
         waitsForWindows = spec.schedule?.wait ?? true
-        localTime = LocalTimeCheck(job: spec)
+        localTime = LocalTimeCheck(job: spec, runStarted: (try? state.reload().startDate) ?? clock.now())
         if spec.push.type == .background || spec.throttle.frequencyCap != nil {
             ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
@@ -144,23 +147,8 @@ final class SendGate {
 
         // The schedule, as each recipient leaves (see LocalTimeCheck), before the ledgers: a push
         // held for its window or the quiet hours takes no slot.
-        if let localTime, !candidates.isEmpty {
-            let leaves = leaveTime(candidates.count, now: now, mono: mono)
-            var admitted: [ClaimedRecipient] = []
-            var held: [(seq: Int64, until: Date)] = []
-            var missed: [Int64] = []
-            for c in candidates {
-                switch localTime.check(zone: c.timezone, attempts: c.attempts, leaves: leaves) {
-                case .open: admitted.append(c)
-                case .hold(let until): held.append((c.seq, until))
-                case .missed: missed.append(c.seq)
-                }
-            }
-            a.deferred += held.map(\.seq)
-            a.throttled += missed
-            if !held.isEmpty { try commit { () throws(StateError) in try state.holdForSchedule(held) } }
-            if !missed.isEmpty { try commit { () throws(StateError) in try state.markThrottled(missed, reason: RunState.windowMissedReason) } }
-            candidates = admitted
+        if localTime != nil, !candidates.isEmpty {
+            candidates = try checkSchedule(candidates, leaves: leaveTime(candidates.count, now: now, mono: mono), into: &a)
         }
 
         // The silent-push budget, before the rate: a push held back takes no rate token. Entries
@@ -233,6 +221,39 @@ final class SendGate {
         now.addingTimeInterval(max(overall.wait(for: count, now: mono), silent.wait(for: count, now: mono)))
     }
 
+    /// The schedule's part of `admit`: commits the recipients held for their window (or the quiet
+    /// hours) and those whose window cannot open any more; returns the rest, with their `notAfter`.
+    private func checkSchedule(_ candidates: [ClaimedRecipient], leaves: Date, into a: inout Admission) throws(RunFailure) -> [ClaimedRecipient] {
+        guard let localTime else { return candidates }
+        var admitted: [ClaimedRecipient] = []
+        var held: [(seq: Int64, until: Date)] = []
+        var missed: [Int64] = []
+        for c in candidates {
+            switch localTime.check(zone: c.timezone, attempts: c.attempts, leaves: leaves) {
+            case .open:
+                admitted.append(c)
+                if let until = localTime.openUntil(zone: c.timezone, attempts: c.attempts) { a.notAfter[c.seq] = until }
+            case .hold(let until): held.append((c.seq, until))
+            case .missed: missed.append(c.seq)
+            }
+        }
+        a.deferred += held.map(\.seq)
+        a.throttled += missed
+        if !held.isEmpty { try commit { () throws(StateError) in try state.holdForSchedule(held) } }
+        if !missed.isEmpty { try commit { () throws(StateError) in try state.markThrottled(missed, reason: RunState.windowMissedReason) } }
+        return admitted
+    }
+
+    /// Recipients a connection handed back unstarted because their window closed while they
+    /// waited for a stream (`PushJob.notAfter`): checked against the schedule again now, as at
+    /// admission (their ledger slots, taken then, are kept as for any resend). What may go now
+    /// (a window that opened again) is returned to be sent.
+    func readmitExpired(_ expired: [ClaimedRecipient]) throws(RunFailure) -> Admission {
+        var a = Admission()
+        a.send = try checkSchedule(expired, leaves: clock.now(), into: &a)
+        return a
+    }
+
     /// A batch split by a ledger's answers (nil: admitted; a date: held back, room again then).
     private static func split(_ batch: [ClaimedRecipient], _ opens: [Date?]) -> (admitted: [ClaimedRecipient], held: [(seq: Int64, until: Date)]) {
         var admitted: [ClaimedRecipient] = []
@@ -261,7 +282,10 @@ final class SendGate {
         let scheduled = try commit { () throws(StateError) in try state.scheduledCount() }
         if scheduled > 0, let due = try commit({ () throws(StateError) in try state.nextDueTime() }) {
             let how = deadlinePassed || !hasSchedule ? "" : " (schedule.wait: false)"
-            parts.append("\(scheduled) recipient(s) wait for \(waitingFor)\(how); the next are due at \(Self.iso(due)): rerun then")
+            // The last too: a cron line that stops before it leaves the campaign unfinished for good.
+            let last = try commit { () throws(StateError) in try state.lastDueTime() }
+            let until = last.map { $0 > due ? " (the last at \(Self.iso($0)))" : "" } ?? ""
+            parts.append("\(scheduled) recipient(s) wait for \(waitingFor)\(how); the next are due at \(Self.iso(due))\(until): rerun then")
         }
         if localTime?.holdsRetries == true, !waitsForWindows {
             let held = try commit { () throws(StateError) in try state.heldRetries(maxAttempts: maxAttempts, after: clock.now()) }

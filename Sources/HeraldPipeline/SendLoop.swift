@@ -101,11 +101,18 @@ final class SendLoop {
                     toRelease.append(Int64(index))
                 }
             }
+            // Requests a connection did not start because their window had closed while they
+            // waited for a stream never left: the gate holds them for their next window.
+            let expired = sender.takeExpired().compactMap { outstanding.removeValue(forKey: Int64($0))?.claimed }
+            if !expired.isEmpty {
+                let again = try gate.readmitExpired(expired)
+                if !again.send.isEmpty { submit(again.send, notAfter: again.notAfter) }
+            }
             let claimed = try commitAndClaim()
             if !claimed.isEmpty {
                 // Held-back recipients (deadline, silent-push budget) are committed by the gate.
-                let admitted = try gate.admit(claimed).send
-                if !admitted.isEmpty { submit(admitted) }
+                let admission = try gate.admit(claimed)
+                if !admission.send.isEmpty { submit(admission.send, notAfter: admission.notAfter) }
             }
             if outstanding.isEmpty && toRecord.isEmpty && toRelease.isEmpty && toExhaust.isEmpty {
                 if halting { break }
@@ -151,7 +158,7 @@ final class SendLoop {
         return claimed
     }
 
-    private func submit(_ claimed: [ClaimedRecipient]) {
+    private func submit(_ claimed: [ClaimedRecipient], notAfter: [Int64: Date]) {
         let now = Date()
         let sentAt = Int(now.timeIntervalSince1970)
         var jobs: [PushJob] = []
@@ -162,7 +169,7 @@ final class SendLoop {
             let request = PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: shared.topic, pushType: shared.pushType,
                                       priority: own?.priority ?? shared.priority, collapseId: own.map { $0.collapseId } ?? shared.collapseId,
                                       expiration: gate.expiration(own?.expiration ?? shared.expiration, sentAt: sentAt))
-            jobs.append(PushJob(index: Int(c.seq), request: request))
+            jobs.append(PushJob(index: Int(c.seq), request: request, notAfter: notAfter[c.seq]))
         }
         sender.submit(jobs)
     }

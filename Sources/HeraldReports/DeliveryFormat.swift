@@ -170,7 +170,8 @@ struct NDJSONRowWriter {
         // Escaped, a byte takes at most six (\u00XX).
         out.reserve(key.utf8CodeUnitCount + 6 * (value?.count ?? 0) + 6)
         out.put(key)
-        if let value {
+        // docs/reports.md: "empty values null", as in the CSV's empty cells.
+        if let value, !value.isEmpty {
             out.put(UInt8(ascii: "\""))
             out.putJSONEscaped(value)
             out.put(UInt8(ascii: "\""))

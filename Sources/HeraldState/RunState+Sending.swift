@@ -168,6 +168,23 @@ extension RunState {
         }
     }
 
+    /// When the last `scheduled` recipient is due (the last zone's window opens), if any waits.
+    public func lastDueTime() throws(StateError) -> Date? {
+        try read { db in
+            try Double.fetchOne(db, sql: "SELECT MAX(retry_at) FROM recipient WHERE run = ? AND status = 'scheduled'", arguments: [id])
+                .map { Date(timeIntervalSince1970: $0) }
+        }
+    }
+
+    /// Of the `scheduled` recipients, those waiting for a frequency-cap slot rather than their
+    /// local window (`throttle.frequency_cap` with `over_cap: defer`).
+    public func cappedCount() throws(StateError) -> Int {
+        try read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'scheduled' AND \(Self.flagged) AND reason = ?",
+                             arguments: [id, Self.frequencyCapReason]) ?? 0
+        }
+    }
+
     /// Recipients waiting for their local window (`scheduled`).
     public func scheduledCount() throws(StateError) -> Int {
         try read { db in

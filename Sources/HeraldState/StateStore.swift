@@ -55,19 +55,28 @@ public final class StateStore: SQLiteStore, Sendable {
     /// `broadcast`: a new run's recipients are broadcast channels (a resumed run keeps what it was).
     public func openRun(campaign: CampaignName, newRun: Bool = false, now: Date = Date(), broadcast: Bool = false) throws(StateError) -> RunInfo {
         try write { db in
-            if let row = try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1") {
-                let last = RunInfo(row: row, disposition: .resumed)
-                if last.finishedAt == nil { return last }
-                if !newRun && last.campaign == campaign.resolved(at: now) {
-                    return RunInfo(row: row, disposition: .finished)
-                }
-            }
+            if let existing = try Self.existingRun(db, campaign: campaign, newRun: newRun, now: now) { return existing }
             let runId = UUID().uuidString.lowercased()
             try db.execute(sql: "INSERT INTO run (run_id, campaign, campaign_template, started_at, broadcast) VALUES (?, ?, ?, ?, ?)",
                            arguments: [runId, campaign.resolved(at: now), campaign.template, Timestamp.iso(now), broadcast ? 1 : 0])
             let row = try Row.fetchOne(db, sql: "SELECT * FROM run WHERE id = ?", arguments: [db.lastInsertedRowID])!
             return RunInfo(row: row, disposition: .new)
         }
+    }
+
+    /// The run `openRun` would return without starting one (the unfinished last run, or the
+    /// finished one of the same name), or nil when it would start a new run: a new run may be
+    /// refused before anything about it is recorded.
+    public func runToResume(campaign: CampaignName, newRun: Bool = false, now: Date = Date()) throws(StateError) -> RunInfo? {
+        try read { db in try Self.existingRun(db, campaign: campaign, newRun: newRun, now: now) }
+    }
+
+    private static func existingRun(_ db: Database, campaign: CampaignName, newRun: Bool, now: Date) throws -> RunInfo? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM run ORDER BY id DESC LIMIT 1") else { return nil }
+        let last = RunInfo(row: row, disposition: .resumed)
+        if last.finishedAt == nil { return last }
+        if !newRun && last.campaign == campaign.resolved(at: now) { return RunInfo(row: row, disposition: .finished) }
+        return nil
     }
 
     /// Whether no earlier run has this resolved campaign name (a `--new-run` repeats a name).

@@ -21,7 +21,8 @@ final class PreviewPrinter {
 
     init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, now: Int) {
         self.spec = spec; self.payloads = payloads; self.headers = headers; self.now = now
-        planner = spec.schedule.map(DuePlanner.init)
+        let started = Date(timeIntervalSince1970: Double(now))
+        planner = spec.schedule.map { DuePlanner(spec: $0, period: $0.dailyPeriod(campaign: CampaignName(spec.campaign), runStarted: started)) }
         let shared = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
         ledger = spec.throttle.frequencyCap != nil && FileManager.default.fileExists(atPath: shared)
             ? try? SharedStore(path: shared, readOnly: true) : nil

@@ -70,7 +70,10 @@ struct StatusCommand: ParsableCommand {
             }
             lines.append("state     " + StoredStatus.allCases.map { "\(Output.number(r.counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", "))
             if let due = r.nextDue {
-                lines.append("waiting   \(Output.number(r.counts[.scheduled] ?? 0)) for their local window; the next due at \(Self.iso(due))")
+                let capped = r.capped, windows = (r.counts[.scheduled] ?? 0) - capped
+                let why = [windows > 0 ? "\(Output.number(windows)) for their local window" : nil,
+                           capped > 0 ? "\(Output.number(capped)) for a frequency-cap slot" : nil].compactMap { $0 }
+                lines.append("waiting   \(why.joined(separator: ", ")); the next due at \(Self.iso(due))")
             }
             lines.append("activity  last \(r.lastActivity ?? "-")")
             lines.append("reports   \(r.reportsDir)/")

@@ -60,8 +60,14 @@ import HeraldCore
 
     @Test func headerOnlyFilesHaveNoRows() throws {
         let fx = try AudienceFixture()
-        #expect(try readAll(try fx.write("h1.csv", "token,name\n")).isEmpty)
-        #expect(try readAll(try fx.write("h2.csv", "token,name")).isEmpty)
+        var allow = AudienceSpec(files: [])
+        allow.allowEmpty = true
+        for file in [try fx.write("h1.csv", "token,name\n"), try fx.write("h2.csv", "token,name")] {
+            #expect(readError(file) == .noDataRows(file: file.name, format: .csv), "audience.allow_empty is off by default")
+            #expect(try readAll(file, spec: allow).isEmpty)
+        }
+        let nd = try fx.write("e.ndjson", "\n")
+        #expect(readError(nd, spec: AudienceSpec(files: [], format: .ndjson)) == .noDataRows(file: nd.name, format: .ndjson))
     }
 
     @Test func skipsEmptyLinesButCountsThem() throws {

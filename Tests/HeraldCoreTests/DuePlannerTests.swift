@@ -108,4 +108,67 @@ import Testing
         }
         #expect(TimeZoneText.zone("UTC") != nil && TimeZoneText.zone("Europe/Kyiv") != nil)
     }
+
+    /// A daily campaign (`{date}`, no `date`): each zone's span is the one that starts within the
+    /// campaign's UTC day, so the campaigns of consecutive days, each started whenever cron starts
+    /// it that day, give every zone consecutive local dates: never one twice, never one skipped,
+    /// through both of 2026's clock changes.
+    @Test func dailyCampaignsSplitEveryZonesSpansBetweenThem() throws {
+        var s = ScheduleSpec()
+        s.localTime = span("09:00", "11:00")
+        let daily = try #require(s.dailyPeriod(campaign: CampaignName("digest-{date}"), runStarted: at("2026-03-01T15:42:00Z")))
+        #expect(daily == at("2026-03-01T00:00:00Z"))
+        #expect(s.dailyPeriod(campaign: CampaignName("digest-{week}"), runStarted: daily) == nil)
+        let zones = ["Pacific/Kiritimati", "Pacific/Chatham", "Pacific/Auckland", "Australia/Lord_Howe", "Australia/Sydney", "Asia/Tokyo",
+                     "Asia/Kathmandu", "Asia/Kolkata", "Europe/Paris", "Europe/London", "UTC", "Atlantic/Azores", "America/Sao_Paulo",
+                     "America/St_Johns", "America/New_York", "America/Los_Angeles", "Pacific/Honolulu", "Pacific/Pago_Pago", "-12:00", "+14:00"]
+        for name in zones {
+            let z = zone(name)
+            var days: [Int] = []
+            for d in 0..<370 {
+                let start = at("2026-01-01T00:00:00Z").addingTimeInterval(Double(d) * 86_400)
+                let p = DuePlanner(spec: s, period: start)
+                // Started at the UTC day's start: the zone's span of this campaign, whenever it is.
+                guard case .at(let due) = p.due(in: z, after: start) else { Issue.record("\(name) day \(d): never"); break }
+                days.append(DuePlanner.localDay(of: due.timeIntervalSince1970, in: z))
+                #expect(due >= start && due < start.addingTimeInterval(86_400), "\(name) day \(d): the span starts within the UTC day")
+            }
+            #expect(zip(days, days.dropFirst()).allSatisfy { $1 == $0 + 1 }, "\(name): consecutive local dates, each once")
+        }
+        // A campaign started after a zone's span of its day has closed misses it, and does not take
+        // the next day's: Tokyo's 09:00–11:00 is 00:00–02:00 UTC.
+        let p = DuePlanner(spec: s, period: at("2026-03-01T00:00:00Z"))
+        #expect(p.due(in: zone("Asia/Tokyo"), after: at("2026-03-01T03:00:00Z")) == .never)
+        #expect(p.due(in: zone("Asia/Tokyo"), after: at("2026-03-01T01:00:00Z")) == .at(at("2026-03-01T01:00:00Z")))
+        #expect(p.due(in: zone("America/New_York"), after: at("2026-03-01T03:00:00Z")) == .at(at("2026-03-01T14:00:00Z")))
+    }
+
+    /// The tz database's links (its `backward` file) are names people still write; the bare
+    /// abbreviations that ignore summer time, and the abbreviations Foundation maps, are not.
+    @Test(arguments: ["Japan", "Singapore", "Israel", "Egypt", "NZ", "GB", "Eire", "Poland", "Portugal", "Cuba", "UCT", "Zulu",
+                      "CET", "EET", "MET", "WET", "EST5EDT", "PST8PDT", "US/Eastern", "GMT", "Asia/Calcutta"])
+    func tzDatabaseLinksAreZones(name: String) throws {
+        let zone = try #require(TimeZoneText.zone(name), "\(name)")
+        #expect(zone.secondsFromGMT() == TimeZone(identifier: name)?.secondsFromGMT())
+    }
+
+    @Test(arguments: ["EST", "MST", "HST", "PST", "BST", "IST", "JST", "Factory", "localtime", "posixrules", "zone.tab", "../zoneinfo/UTC", "Foo"])
+    func abbreviationsAndNonZonesAreRefused(name: String) {
+        #expect(TimeZoneText.zone(name) == nil, "\(name)")
+    }
+
+    @Test func aPastDateIsOnlyOverOnceItsWindowHasClosedAtUTCMinus14() throws {
+        var spec = ScheduleSpec()
+        spec.localTime = LocalSpan(from: try #require(LocalClockTime("09:00")), to: try #require(LocalClockTime("11:00")))
+        spec.date = LocalDate("2026-12-01")
+        // 11:00 at UTC−14:00 on 2026-12-01 is 2026-12-02T01:00Z.
+        #expect(spec.dateClosesEverywhere == at("2026-12-02T01:00:00Z"))
+        #expect(spec.pastDateProblem(at: at("2026-12-02T00:59:59Z")) == nil)
+        let problem = try #require(spec.pastDateProblem(at: at("2026-12-02T01:00:00Z")))
+        #expect(problem.contains("schedule.date 2026-12-01 is in the past") && problem.contains("2026-12-02T01:00:00Z"), "\(problem)")
+        spec.localTime = LocalSpan(from: try #require(LocalClockTime("22:00")), to: try #require(LocalClockTime("02:00")))
+        #expect(spec.dateClosesEverywhere == at("2026-12-02T16:00:00Z"), "a window across midnight closes on the next day")
+        spec.date = nil
+        #expect(spec.pastDateProblem(at: at("2030-01-01T00:00:00Z")) == nil)
+    }
 }

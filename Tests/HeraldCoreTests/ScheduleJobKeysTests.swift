@@ -44,6 +44,9 @@ import Testing
         ("{ quiet_hours: { from: \"21:00\", to: \"08:00\" }, date: 2026-12-01 }", "schedule.date is the date of local_time"),
         ("{ local_time: { from: \"09:00\", to: \"10:00\" }, date: 2026-02-30 }", "schedule.date must be a date written 2026-12-01"),
         ("{ local_time: { from: \"22:00\", to: \"23:00\" }, quiet_hours: { from: \"21:00\", to: \"08:00\" } }", "cover the whole of local_time"),
+        ("{ local_time: { from: \"09:00\", to: \"11:00\" }, quiet_hours: { from: \"00:00\", to: \"24:00\" } }", "cover the whole day"),
+        ("{ quiet_hours: { from: \"00:00\", to: \"24:00\" } }", "schedule.quiet_hours (00:00–24:00) cover the whole day"),
+        ("{ local_time: { from: \"22:00\", to: \"24:00\" }, quiet_hours: { from: \"21:00\", to: \"24:00\" } }", "cover the whole of local_time"),
         ("{ quiet_hours: { from: \"21:00\", to: \"08:00\" }, default_timezone: Mars/Base }", "schedule.default_timezone must be a time zone name"),
         ("{ quiet_hours: { from: \"21:00\", to: \"08:00\" }, every: day }", "unknown key \"schedule.every\""),
     ])
@@ -51,6 +54,13 @@ import Testing
         let error = try #require(throws: JobError.self) { try load(schedule) }
         #expect(error.description.contains(message), "\(error)")
         #expect(error.description.contains("line "), "\(error)")
+    }
+
+    /// `24:00` ends the day: quiet hours that reach it cover a window up to it, and only that.
+    @Test func quietHoursEndingAt2400CoverWhatTheyCover() throws {
+        let partly = try #require(try load("{ local_time: { from: \"23:00\", to: \"01:00\" }, quiet_hours: { from: \"12:00\", to: \"24:00\" } }").schedule)
+        #expect(partly.quietHours?.to.minutes == 1440 && partly.quietHours?.crossesMidnight == false)
+        _ = try load("{ local_time: { from: \"09:00\", to: \"11:00\" }, quiet_hours: { from: \"22:00\", to: \"24:00\" } }")
     }
 
     @Test func aTimeZoneFieldNeedsASchedule() throws {

@@ -59,6 +59,8 @@ import Testing
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("\(Self.count) recipient(s) wait for a frequency-cap slot; the next are due at "), "\(r.stderr)")
         #expect(try tokens(in: "flash").isEmpty)
+        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", c], cwd: "/")
+        #expect(status.stdout.contains("waiting   2,000 for a frequency-cap slot; the next due at "), "not their local window: \(status.stdout)")
         let preview = try ProcessRunner.run(ProcessRunner.heraldBinary, ["preview", c, "-n", "1"], cwd: "/")
         #expect(preview.stdout.contains("capped: 1 push in the last 24h (deferred)"), "\(preview.stdout)")
     }

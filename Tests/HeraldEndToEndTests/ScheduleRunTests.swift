@@ -153,6 +153,75 @@ import Glibc
         #expect(one.suffix(10).allSatisfy { $0.ms >= opens * 1000 })
     }
 
+    /// No push starts after its window closes, even one claimed inside it and queued behind a
+    /// server that allows two streams and answers in 200 ms (about 10 pushes a second for a queue
+    /// of up to 200, 20 seconds of pushes): a connection that comes to it after the boundary hands it back unstarted, and
+    /// it waits for the next window. The simulator logs each request as it arrives.
+    @Test func noPushStartsAfterTheWindowClosesFromTheQueue() throws {
+        // The window closes at the next minute boundary, 4 to 5 seconds after the run starts.
+        var closes = ((Date().timeIntervalSince1970 + 5) / 60).rounded(.up) * 60
+        let early = closes - Date().timeIntervalSince1970 - 5
+        if early > 0 { Thread.sleep(forTimeInterval: early) }
+        closes = ((Date().timeIntervalSince1970 + 3) / 60).rounded(.up) * 60
+        let name = "edge"
+        try dir.write("data/\(name).csv", "token\n" + (1...400).map { String(format: "%064x", $0) }.joined(separator: "\n") + "\n")
+        let path = try dir.write("jobs/\(name).yaml", """
+            campaign: \(name)
+            audience: { files: [../data/\(name).csv] }
+            apns:
+              endpoint: simulator
+              topic: com.example.app
+              connections: 1
+              streams_per_connection: 100
+              simulator: { log: ../out/\(name).ndjson, latency_ms: 200, max_concurrent_streams: 2 }
+            push: { template: { aps: { alert: "hello" } } }
+            schedule: { local_time: { from: "\(Self.hhmm(closes - 60))", to: "\(Self.hhmm(closes))" }, wait: false }
+            """)
+        let r = try herald(["run", path])
+        #expect(r.status == 4, "the rest wait for tomorrow's window: \(r.stdout)\(r.stderr)")
+        let sent = try answered(name)
+        #expect(!sent.isEmpty && sent.count < 400, "\(sent.count) sent")
+        // The in-process simulator logs a request when its event loop reads it: on a loaded machine
+        // that can trail the write by some hundreds of milliseconds. A push taken from the queue
+        // after the boundary would arrive up to 20 seconds later.
+        let late = sent.filter { $0.ms >= closes * 1000 + 1500 }
+        // The libcurl engine hands requests to its multi handle, which queues those above the
+        // server's stream limit itself, out of herald's reach; that engine is being removed.
+        let libcurl = ProcessInfo.processInfo.environment["HERALD_APNS_ENGINE"] == "libcurl"
+        withKnownIssue("libcurl queues requests above the server's stream limit inside its multi handle", isIntermittent: true) {
+            #expect(late.isEmpty, "\(late.count) of \(sent.count) arrived after the window closed, the last \(((late.last?.ms ?? 0) - closes * 1000)) ms late")
+        } when: { libcurl }
+        let status = try herald(["status", path])
+        #expect(status.stdout.contains("\(400 - sent.count) for their local window"), "nobody lost: \(status.stdout)")
+    }
+
+    /// A daily campaign (`{date}` in its name, `local_time` without `date`) sends each zone the
+    /// span that starts within its UTC day. A zone whose span of the day has already closed when
+    /// the run starts is `window_missed` for this day's campaign, not sent tomorrow by it (where
+    /// tomorrow's campaign would find it due again: two digests on one local day); so the
+    /// campaign finishes today, and tomorrow's can start.
+    @Test func aDailyCampaignKeepsToItsOwnDay() throws {
+        // Both spans start after today's UTC midnight: the closed one 20 minutes ago.
+        let midnight = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400
+        let early = midnight + 21 * 60 - Date().timeIntervalSince1970
+        if early > 0 { Thread.sleep(forTimeInterval: early) }
+        let now = Date().timeIntervalSince1970
+        // The same clock times in two zones: UTC's span was 20 to 10 minutes ago; at -00:15 it runs
+        // from 5 minutes ago to 5 minutes from now.
+        try dir.write("data/daily.csv", "token,tz\n" + (1...6).map { String(format: "%064x,%@", $0, $0 <= 3 ? "UTC" : "-00:15") }.joined(separator: "\n") + "\n")
+        let path = try dir.write("jobs/daily.yaml", """
+            campaign: daily-{date}
+            audience: { files: [../data/daily.csv], timezone_field: tz }
+            apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/daily.ndjson } }
+            push: { template: { aps: { alert: "hello" } } }
+            schedule: { local_time: { from: "\(Self.hhmm(now - 1200))", to: "\(Self.hhmm(now - 600))" }, wait: false }
+            """)
+        let r = try herald(["run", path])
+        #expect(r.status == 0, "finished today: \(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("3 throttled") && r.stdout.contains("window_missed 3"), "\(r.stdout)")
+        #expect(try answered("daily").map(\.token).sorted() == [4, 5, 6])
+    }
+
     /// The example job in jobs/ loads and its audience is valid.
     @Test func theExampleDigestJobIsValid() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -161,23 +230,32 @@ import Glibc
         #expect(r.stdout.contains("24 valid"), "\(r.stdout)")
     }
 
-    /// A window that has passed on its `date`, or that opens after the absolute deadline, is never
-    /// sent: throttled, `window_missed`, and the campaign finishes.
+    /// A window that has passed on its `date` in the recipients' zones, or that opens after the
+    /// absolute deadline, is never sent: throttled, `window_missed`, and the campaign finishes.
+    /// (A date over in every zone is refused before the run: UnsentCampaignTests.)
     @Test func aWindowThatCannotOpenIsMissed() throws {
-        try dir.write("data/missed.csv", "token,tz\n" + (1...4).map { String(format: "%064x,%@", $0, $0 <= 2 ? "Asia/Tokyo" : "America/New_York") }.joined(separator: "\n") + "\n")
+        // Today in UTC+14:00, 00:00–00:01: over there (but in that first minute), still ahead at UTC−14:00.
+        var t = time_t(Date().timeIntervalSince1970 + 14 * 3600)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        if parts.tm_hour == 0 && parts.tm_min == 0 { Thread.sleep(forTimeInterval: Double(61 - parts.tm_sec)) }
+        t = time_t(Date().timeIntervalSince1970 + 14 * 3600)
+        gmtime_r(&t, &parts)
+        let today = String(format: "%04d-%02d-%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday)
+        try dir.write("data/missed.csv", "token,tz\n" + (1...4).map { String(format: "%064x,%@", $0, $0 <= 2 ? "Pacific/Kiritimati" : "+14:00") }.joined(separator: "\n") + "\n")
         let path = try dir.write("jobs/missed.yaml", """
             campaign: missed
             audience: { files: [../data/missed.csv], timezone_field: tz }
             apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/missed.ndjson } }
             push: { template: { aps: { alert: "hello" } } }
-            schedule: { local_time: { from: "09:00", to: "10:00" }, date: 2026-01-01 }
+            schedule: { local_time: { from: "00:00", to: "00:01" }, date: \(today) }
             """)
         let r = try herald(["run", path])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("4 throttled") && r.stdout.contains("window_missed 4"), "\(r.stdout)")
         #expect(try answered("missed").isEmpty)
         let csv = try String(contentsOfFile: dir.file("reports/missed/deliveries.csv"), encoding: .utf8)
-        #expect(csv.contains(",throttled,,window_missed,") && csv.contains(",Asia/Tokyo,,\n") && csv.contains(",America/New_York,,\n"), "\(csv)")
+        #expect(csv.contains(",throttled,,window_missed,") && csv.contains(",Pacific/Kiritimati,,\n") && csv.contains(",+14:00,,\n"), "\(csv)")
     }
 
     /// `quiet_hours` hold retries too: a recipient whose first attempt failed in a run without quiet

@@ -21,7 +21,7 @@ import Testing
                           throttle: ThrottleSpec(deadline: deadline.map { ThrottleDeadline(at: $0) }), retry: RetrySpec(),
                           statePath: "/nonexistent/c.sqlite", reports: ReportsSpec(dir: "/nonexistent"))
         job.schedule = schedule
-        return try #require(LocalTimeCheck(job: job))
+        return try #require(LocalTimeCheck(job: job, runStarted: Date()))
     }
 
     @Test func aRetryInTheQuietHoursWaitsForTheirEnd() throws {
@@ -35,7 +35,7 @@ import Testing
         #expect(LocalTimeCheck(job: JobSpec(jobFile: "j", campaign: "c", audience: AudienceSpec(files: []),
                                             apns: APNsSpec(endpoint: .simulator, topic: "t", auth: nil),
                                             push: PushSpec(type: .alert, priority: 10, template: .object([])), throttle: ThrottleSpec(),
-                                            retry: RetrySpec(), statePath: "/x", reports: ReportsSpec(dir: "/x"))) == nil)
+                                            retry: RetrySpec(), statePath: "/x", reports: ReportsSpec(dir: "/x")), runStarted: Date()) == nil)
     }
 
     /// A run that starts after the window closed (cron at 15:00 for 09:00–11:00) holds first pushes
