@@ -43,7 +43,7 @@ final class WebhookSink: EventSink {
     let label: String
     private let url: String
     private let headers: [String]
-    /// The header values, cut out of anything the receiver says before it is logged.
+    /// The header values, cut (with the URL's secrets) out of anything the receiver says.
     private let secrets: [String]
     private let timeout: Double
     private let session = HTTPSession()
@@ -68,24 +68,21 @@ final class WebhookSink: EventSink {
     }
 
     func deliver(_ body: [UInt8]) -> EventSinkResult {
-        let call = HTTPCall(method: "POST", url: url, headers: headers, body: body, timeoutSeconds: timeout)
+        var call = HTTPCall(method: "POST", url: url, headers: headers, body: body, timeoutSeconds: timeout)
+        call.secretHeaderValues = secrets
         switch session.perform(call) {
         case .failure(let error):
-            return .retry(redacted("\(error)"))
+            return .retry("\(error)")
         case .success(let answer):
             if answer.isSuccess { return .delivered }
-            let said = redacted(String(decoding: answer.body.prefix(200), as: UTF8.self))
-                .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingCharacters(in: .whitespaces)
+            // What it said goes to the log, stdout and summary.json: a short excerpt, secrets cut.
+            let said = call.redaction.excerpt(answer.body)
             let what = "the receiver answered HTTP \(answer.status)" + (said.isEmpty ? "" : ": \(said)")
             // 408 and 429 say "later", like a 5xx; any other 4xx (a bad token, a wrong path, a
             // rejected body) will be answered the same way however often it is sent.
             if answer.status >= 500 || answer.status == 408 || answer.status == 429 { return .retry(what) }
             return .stop(what)
         }
-    }
-
-    private func redacted(_ text: String) -> String {
-        secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: "[redacted]") }
     }
 }
 

@@ -93,7 +93,7 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("--ping-url must be an http:// or https:// URL with a host, such as https://hc-ping.com/<uuid>")
         }
         if let pushgateway, !OpsSpec.isHTTPURL(pushgateway) {
-            throw ValidationError("--pushgateway must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(pushgateway)\"")
+            throw ValidationError("--pushgateway must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(SecretRedaction.withoutCredentials(pushgateway))\"")
         }
     }
 
