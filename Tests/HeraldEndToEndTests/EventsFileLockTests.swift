@@ -13,7 +13,7 @@ extension DeliveryEventsTests {
     @Test func twoCampaignsAppendWholeBatchesToOneEventsFile() throws {
         let file = dir.file("out/shared-events.ndjson")
         try FileManager.default.createDirectory(atPath: dir.file("out"), withIntermediateDirectories: true)
-        let fd = open(file, O_RDWR | O_CREAT | O_APPEND, 0o600)
+        let fd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         try #require(fd >= 0 && flock(fd, LOCK_EX) == 0)
         defer { close(fd) }
         let head = #"{"writer":"test","#
