@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import HeraldCore
 
 /// One plain HTTP request beside the campaign (a cron monitor's ping), made with libcurl's easy
 /// interface on the caller's thread: a handful per run, so a handle each, set up and cleaned up
@@ -8,7 +9,7 @@ import Foundation
 /// libcurl reads them (https_proxy, no_proxy: https://curl.se/libcurl/c/CURLOPT_PROXY.html).
 ///
 /// A URL may carry a secret in its path (a healthchecks.io check's UUID), so errors name the
-/// host only, never the URL.
+/// host only, never the URL, and libcurl's message passes through `redaction` first.
 public struct HTTPCall: Sendable {
     public var method: String
     public var url: String
@@ -25,6 +26,9 @@ public struct HTTPCall: Sendable {
     public var identity: ClientIdentity? = nil
     /// The job's `apns.proxy` (a CONNECT tunnel); nil: libcurl's default, the environment's proxy.
     public var proxy: ProxySettings? = nil
+    /// Header values that are credentials (`events.headers_env`): cut, with the URL's secrets
+    /// and the proxy's password, out of anything the server or libcurl says (`redaction`).
+    public var secretHeaderValues: [String] = []
 
     public init(method: String = "POST", url: String, headers: [String] = [], body: [UInt8] = [], timeoutSeconds: Double = 10) {
         self.method = method; self.url = url; self.headers = headers; self.body = body; self.timeoutSeconds = timeoutSeconds
@@ -61,6 +65,14 @@ public struct HTTPCall: Sendable {
 
     /// The host the URL names, for messages (the rest of a URL may be a secret).
     var host: String { URL(string: url)?.host ?? "the server" }
+
+    /// What must not appear in a message about this request: apply it to any text the server
+    /// sent (`SecretRedaction.excerpt` for a body).
+    public var redaction: SecretRedaction {
+        var secrets = secretHeaderValues
+        if let proxy, let password = proxy.password { secrets += [password, "\(proxy.user ?? ""):\(password)"] }
+        return SecretRedaction(headerValues: secrets, urls: [url] + (proxy?.url.map { [$0] } ?? []))
+    }
 
     /// The request made on an easy handle set up from scratch (a new one, or one `curl_easy_reset`
     /// cleared: a reset "does not change the live connections", so a session's handle reuses its
@@ -117,7 +129,7 @@ public struct HTTPCall: Sendable {
         }
         guard code == CURLE_OK else {
             let detail = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
-            return .failure(.transport(host: host, code: Int(code.rawValue), message: detail))
+            return .failure(.transport(host: host, code: Int(code.rawValue), message: redaction.apply(detail)))
         }
         var status = 0
         _ = herald_easy_getinfo_long(h, CURLINFO_RESPONSE_CODE, &status)

@@ -57,17 +57,17 @@ extension Context {
         }
         if url == "none" && userEnv == nil { return .direct }
         guard let u = URLComponents(string: url), let scheme = u.scheme?.lowercased(), let host = u.host, !host.isEmpty else {
-            throw JobError(file: file, line: line, "apns.proxy must be an http://host:port URL or none, not \"\(Self.redacted(url))\"")
+            throw JobError(file: file, line: line, "apns.proxy must be an http://host:port URL or none, not \"\(SecretRedaction.withoutCredentials(url))\"")
         }
         if u.user != nil || u.password != nil {
-            throw JobError(file: file, line: line, "apns.proxy must not carry credentials in its URL (\(Self.redacted(url))): "
+            throw JobError(file: file, line: line, "apns.proxy must not carry credentials in its URL (\(SecretRedaction.withoutCredentials(url))): "
                            + "give { url, user_env, password_env } so they stay in the environment")
         }
         guard scheme == "http" else {
             throw JobError(file: file, line: line, "apns.proxy: only http:// proxies are supported (herald tunnels TLS to APNs through CONNECT), not \(scheme)://")
         }
         guard u.path.isEmpty || u.path == "/", u.query == nil else {
-            throw JobError(file: file, line: line, "apns.proxy must be http://host:port with no path, not \"\(url)\"")
+            throw JobError(file: file, line: line, "apns.proxy must be http://host:port with no path, not \"\(SecretRedaction.withoutCredentials(url))\"")
         }
         url = "http://\(host.contains(":") ? "[\(host)]" : host):\(u.port ?? 80)"
         return .http(url: url, userEnv: userEnv, passwordEnv: passwordEnv)
@@ -84,11 +84,5 @@ extension Context {
     static func isEnvironmentName(_ s: String) -> Bool {
         guard let first = s.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
         return s.unicodeScalars.allSatisfy { $0.isASCII && ($0 == "_" || CharacterSet.alphanumerics.contains($0)) }
-    }
-
-    /// A URL as it may appear in a message: any user:password@ part replaced.
-    static func redacted(_ url: String) -> String {
-        guard let at = url.firstIndex(of: "@"), let scheme = url.range(of: "://"), scheme.upperBound < at else { return url }
-        return String(url[..<scheme.upperBound]) + "…@" + String(url[url.index(after: at)...])
     }
 }

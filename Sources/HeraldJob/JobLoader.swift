@@ -155,7 +155,7 @@ struct Context {
             }
             if let url = try o.string("pushgateway") {
                 guard OpsSpec.isHTTPURL(url) else {
-                    throw o.error("pushgateway", "must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(url)\"")
+                    throw o.error("pushgateway", "must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(SecretRedaction.withoutCredentials(url))\"")
                 }
                 ops.pushgateway = url
             }

@@ -3,10 +3,10 @@ import HeraldDelivery
 import Logging
 
 /// The pings a cron monitor waits for (`ops.ping_url`, `--ping-url`), in healthchecks.io's
-/// convention (https://healthchecks.io/docs/http_api/): `<url>/start` when a run starts, `<url>`
-/// when it ends with exit 0, `<url>/<exit code>` otherwise, the end ping carrying the run's result
-/// as its body. A ping that fails is logged and never changes the run: the monitor then reports
-/// the run as late or failed, which is what it is for.
+/// convention (https://healthchecks.io/docs/http_api/): `<url>/start` once a run holds the
+/// campaign's lock, and an end ping carrying the run's result as its body (`endpoint(exitCode:)`).
+/// A ping that fails is logged and never changes the run: the monitor then reports the run as
+/// late or failed, which is what it is for.
 ///
 /// The URL is a secret (anyone holding it can ping the check): logs and errors name its host only.
 public struct CronPing: Sendable {
@@ -27,7 +27,20 @@ public struct CronPing: Sendable {
 
     /// The run ended with `exitCode`; `body` says how (the result lines herald prints).
     public func ended(exitCode: Int32, body: String, logger: Logger) {
-        send(exitCode == 0 ? url : "\(url)/\(exitCode)", body: body, logger: logger)
+        send(endpoint(exitCode: exitCode), body: body, logger: logger)
+    }
+
+    /// Where the end ping goes. healthchecks.io counts every `/<exit status>` but 0 as a failure,
+    /// so only a failure goes there. Exit 75 (another run holds the lock: this one did nothing)
+    /// and exit 4 (incomplete, the next run resumes: waiting for a window, a signal, retries
+    /// left for later) are not failures, and not a finish either: `/log` records the run and its
+    /// result without changing the check, which alerts if no run finishes in time.
+    public func endpoint(exitCode: Int32) -> String {
+        switch exitCode {
+        case 0: return url
+        case 4, 75: return url + "/log"
+        default: return "\(url)/\(exitCode)"
+        }
     }
 
     private var host: String { URL(string: url)?.host ?? "the ping URL" }

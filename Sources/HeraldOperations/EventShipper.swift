@@ -34,7 +34,7 @@ public final class EventShipper: @unchecked Sendable {
     public init(spec: EventsSpec, store: StateStore, shard: String?, environment: [String: String], logger: Logger) throws(EventsError) {
         var sinks: [any EventSink] = []
         if let url = spec.url { sinks.append(try WebhookSink(spec: spec, url: url, environment: environment)) }
-        if let file = spec.file { sinks.append(try FileSink(path: file)) }
+        if let file = spec.file { sinks.append(try FileSink(path: file, lockTimeout: Double(spec.timeout))) }
         self.sinks = sinks
         self.spec = spec
         self.store = store

@@ -43,7 +43,7 @@ final class WebhookSink: EventSink {
     let label: String
     private let url: String
     private let headers: [String]
-    /// The header values, cut out of anything the receiver says before it is logged.
+    /// The header values, cut (with the URL's secrets) out of anything the receiver says.
     private let secrets: [String]
     private let timeout: Double
     private let session = HTTPSession()
@@ -68,98 +68,20 @@ final class WebhookSink: EventSink {
     }
 
     func deliver(_ body: [UInt8]) -> EventSinkResult {
-        let call = HTTPCall(method: "POST", url: url, headers: headers, body: body, timeoutSeconds: timeout)
+        var call = HTTPCall(method: "POST", url: url, headers: headers, body: body, timeoutSeconds: timeout)
+        call.secretHeaderValues = secrets
         switch session.perform(call) {
         case .failure(let error):
-            return .retry(redacted("\(error)"))
+            return .retry("\(error)")
         case .success(let answer):
             if answer.isSuccess { return .delivered }
-            let said = redacted(String(decoding: answer.body.prefix(200), as: UTF8.self))
-                .split(whereSeparator: \.isNewline).joined(separator: " ").trimmingCharacters(in: .whitespaces)
+            // What it said goes to the log, stdout and summary.json: a short excerpt, secrets cut.
+            let said = call.redaction.excerpt(answer.body)
             let what = "the receiver answered HTTP \(answer.status)" + (said.isEmpty ? "" : ": \(said)")
             // 408 and 429 say "later", like a 5xx; any other 4xx (a bad token, a wrong path, a
             // rejected body) will be answered the same way however often it is sent.
             if answer.status >= 500 || answer.status == 408 || answer.status == 429 { return .retry(what) }
             return .stop(what)
-        }
-    }
-
-    private func redacted(_ text: String) -> String {
-        secrets.reduce(text) { $0.replacingOccurrences(of: $1, with: "[redacted]") }
-    }
-}
-
-/// `events.file`: each batch appended to an NDJSON file and flushed to the disk (fsync) before it
-/// counts as delivered. Created 0600: events carry device tokens.
-final class FileSink: EventSink {
-    let key = "file"
-    let label: String
-    private let path: String
-    private let fd: Int32
-
-    init(path: String) throws(EventsError) {
-        self.path = path
-        label = "events.file \(path)"
-        let dir = (path as NSString).deletingLastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: dir.isEmpty ? "." : dir, withIntermediateDirectories: true)
-        } catch {
-            throw .file(path: path, message: "cannot create its folder: \(error.localizedDescription)")
-        }
-        fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .file(path: path, message: String(cString: strerror(errno))) }
-        try cutUnfinishedLine()
-    }
-
-    deinit { close(fd) }
-
-    /// A crash in the middle of an append can leave a line without its end. Its event is still in
-    /// the outbox (a batch counts only once it is on the disk) and is written again whole, so the
-    /// cut line is removed instead of joined to the next one.
-    private func cutUnfinishedLine() throws(EventsError) {
-        var end = lseek(fd, 0, SEEK_END)
-        guard end > 0 else { return }
-        var last: UInt8 = 0
-        guard pread(fd, &last, 1, end - 1) == 1 else { throw .file(path: path, message: String(cString: strerror(errno))) }
-        guard last != UInt8(ascii: "\n") else { return }
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        var keep: off_t = 0
-        search: while end > 0 {
-            let start = max(0, end - off_t(chunk.count))
-            let n = pread(fd, &chunk, Int(end - start), start)
-            guard n > 0 else { break }
-            for i in stride(from: n - 1, through: 0, by: -1) where chunk[i] == UInt8(ascii: "\n") {
-                keep = start + off_t(i) + 1
-                break search
-            }
-            end = start
-        }
-        guard ftruncate(fd, keep) == 0 else { throw .file(path: path, message: String(cString: strerror(errno))) }
-    }
-
-    func deliver(_ body: [UInt8]) -> EventSinkResult {
-        let before = lseek(fd, 0, SEEK_END)
-        var written = 0
-        var failure: Int32 = 0
-        body.withUnsafeBytes { raw in
-            while written < raw.count {
-                let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    return
-                }
-                written += n
-            }
-            if fsync(fd) != 0 { failure = errno }
-        }
-        guard failure != 0 else { return .delivered }
-        // Nothing half-written stays: the batch is appended again whole on the next try.
-        if before >= 0 { _ = ftruncate(fd, before) }
-        let what = "\(path): \(String(cString: strerror(failure)))"
-        switch failure {
-        case ENOSPC, EDQUOT, EIO, EINTR, EAGAIN: return .retry(what)
-        default: return .stop(what)
         }
     }
 }

@@ -35,14 +35,15 @@ public struct Pushgateway: Sendable {
         case .success(let answer) where answer.isSuccess:
             return nil
         case .success(let answer):
-            let said = String(decoding: answer.body.prefix(300), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            // The URL's user:password@ may come back quoted: a short excerpt, secrets cut.
+            let said = call.redaction.excerpt(answer.body)
             return PushgatewayError(host: host, why: "HTTP \(answer.status)\(said.isEmpty ? "" : ": \(said)")")
         case .failure(let error):
             return PushgatewayError(host: host, why: error.description)
         }
     }
 
-    private var host: String { URL(string: url).map { "\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? url }
+    private var host: String { URL(string: url).map { "\($0.host ?? "")\($0.port.map { ":\($0)" } ?? "")" } ?? "its URL" }
 
     static func base64url(_ text: String) -> String {
         let encoded = Data(text.utf8).base64EncodedString()

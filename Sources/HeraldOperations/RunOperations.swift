@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldState
+import Logging
 
 /// What `herald run`'s operations flags add to a run: the shard it sends (`--shard`) and the live
 /// counters behind progress and the metrics file. The runner calls it at a few points (one line
@@ -12,11 +13,21 @@ public final class RunOperations {
     public let systemd: SystemdNotifier?
     /// Bytes of the audience files before each file: progress counts input bytes over all files.
     private var fileOffsets: [Int] = []
+    /// The cron monitor's start ping, sent once the run holds the lock.
+    private let ping: (CronPing, Logger)?
 
-    public init(shard: Shard? = nil, progress: RunProgress? = nil, systemd: SystemdNotifier? = nil) {
+    public init(shard: Shard? = nil, progress: RunProgress? = nil, systemd: SystemdNotifier? = nil, ping: (CronPing, Logger)? = nil) {
         self.shard = shard
         self.progress = progress
         self.systemd = systemd
+        self.ping = ping
+    }
+
+    /// The run holds the campaign's lock. A run that finds it held (exit 75) never gets here, so
+    /// it sends no `/start`: that would restart the timer of the run that holds it and hide that
+    /// run hanging.
+    public func locked() {
+        if let (ping, logger) = ping { ping.started(logger: logger) }
     }
 
     /// Whether this process records the row (see `Shard` for which rows a shard owns).

@@ -73,6 +73,7 @@ public final class CampaignRunner {
             return report
         }
         defer { withExtendedLifetime(lock) {} }
+        operations.locked()
         // Before any connection (the probe's included): which shims carry the requests, and why any is off.
         let shims = LibcurlShims.engage(requested: spec.apns.libcurlShims == .on, environment: ProcessInfo.processInfo.environment)
         if spec.apns.engine == .nghttp2 && !spec.isBroadcast {

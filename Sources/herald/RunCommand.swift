@@ -67,7 +67,8 @@ struct RunCommand: ParsableCommand {
 
     @Option(name: .customLong("ping-url"), help: ArgumentHelp("""
         A cron monitor's check URL (healthchecks.io's convention), instead of the job's ops.ping_url: <url>/start when \
-        the run starts, <url> when it exits 0, <url>/<exit code> otherwise, with the result as the body.
+        the run holds the campaign's lock, <url> when it exits 0, <url>/log when it exits 4 or 75, <url>/<exit code> \
+        otherwise, with the result as the body.
         """, valueName: "url"))
     var pingURL: String?
 
@@ -93,7 +94,7 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("--ping-url must be an http:// or https:// URL with a host, such as https://hc-ping.com/<uuid>")
         }
         if let pushgateway, !OpsSpec.isHTTPURL(pushgateway) {
-            throw ValidationError("--pushgateway must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(pushgateway)\"")
+            throw ValidationError("--pushgateway must be an http:// or https:// URL with a host, such as http://pushgateway:9091, not \"\(SecretRedaction.withoutCredentials(pushgateway))\"")
         }
     }
 
@@ -143,8 +144,7 @@ struct RunCommand: ParsableCommand {
                                     metrics: metrics, metricsInterval: TimeInterval(DurationText.seconds(metricsInterval) ?? 15),
                                     structuredLogs: format == .json, systemd: systemd, pushgateway: gateway)
         let runner = CampaignRunner(spec: spec, logger: logger, newRun: newRun)
-        runner.operations = RunOperations(shard: shard, progress: progress, systemd: systemd)
-        ping?.started(logger: logger)
+        runner.operations = RunOperations(shard: shard, progress: progress, systemd: systemd, ping: ping.map { ($0, logger) })
         runner.installSignalHandlers()
         ticker.start()
         let report = runner.run()

@@ -36,7 +36,8 @@ import Glibc
         try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/", environment: environment)
     }
 
-    /// A start ping, then the end ping named by the exit code, carrying the result lines.
+    /// A start ping, then the end ping named by the exit code (CronPingTableTests has every row),
+    /// carrying the result lines.
     @Test func pingsStartAndEndWithTheExitCode() throws {
         let monitor = try HTTPReceiver()
         defer { monitor.stop() }
@@ -58,13 +59,13 @@ import Glibc
         #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/3"])
         #expect(got.last?.body.contains("BadTopic") == true, "the end ping says why: \(got.last?.body ?? "")")
 
-        // Exit 4 (retries exhausted).
+        // Exit 4 (retries exhausted): incomplete, recorded without changing the check.
         let retries = try job("ping-retries", rows: tokens(1...3, prefix: "f1a4"), simulator: ", flaky: [{ prefix: f1a4, count: 5, status: 503 }]",
                               ops: "ops: { ping_url: \(check) }", extra: "retry: { max_attempts: 1 }")
         r = try herald(["run", retries])
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         got = Array(monitor.requests.dropFirst(4))
-        #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/4"])
+        #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/log"])
 
         // A job that does not load: only the command line's URL is known, and it hears exit 2.
         let broken = try dir.write("jobs/broken.yaml", "campaign: broken\n")

@@ -4,6 +4,9 @@ import HeraldCore
 import HeraldState
 import HeraldTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An event's line (its keys are a contract) and the file sink's handling of a line a crash cut.
 @Suite struct DeliveryEventTests {
@@ -48,26 +51,42 @@ import Testing
         #expect(DeliveryEvent.type(of: event(.throttled, http: nil, reason: "silent_budget")) == "throttled")
     }
 
-    /// A crash in the middle of an append leaves a line without its end: the next run cuts it
+    /// A crash in the middle of an append leaves a line without its end: the next batch cuts it
     /// (its event is still in the outbox and comes again whole) instead of joining it to the next.
     @Test func theFileSinkCutsALineACrashLeftUnfinished() throws {
         let path = try dir.write("out/events.ndjson", "{\"a\":1}\n{\"b\":2}\n{\"c\":")
-        let sink = try FileSink(path: path)
-        #expect(try String(contentsOfFile: path, encoding: .utf8) == "{\"a\":1}\n{\"b\":2}\n")
+        let sink = try FileSink(path: path, lockTimeout: 1)
         #expect(sink.deliver(Array("{\"c\":3}\n".utf8)) == .delivered)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n")
-        // A file of one cut line, longer than a read: emptied.
+        // A file of one cut line, longer than a read: emptied first.
         let long = try dir.write("out/long.ndjson", String(repeating: "x", count: 10_000))
-        _ = try FileSink(path: long)
-        #expect(try FileManager.default.attributesOfItem(atPath: long)[.size] as? Int == 0)
+        #expect(try FileSink(path: long, lockTimeout: 1).deliver(Array("{}\n".utf8)) == .delivered)
+        #expect(try String(contentsOfFile: long, encoding: .utf8) == "{}\n")
         // A new file is the owner's only.
         let fresh = dir.file("out/new/events.ndjson")
-        _ = try FileSink(path: fresh)
+        _ = try FileSink(path: fresh, lockTimeout: 1)
         #expect(try FileManager.default.attributesOfItem(atPath: fresh)[.posixPermissions] as? Int == 0o600)
+    }
+
+    /// Another writer's batch in progress (its flock held, its line unfinished) is neither cut
+    /// nor appended to: the batch waits for the lock, then is tried again later.
+    @Test func theFileSinkWaitsForAnotherWritersLock() throws {
+        let path = try dir.write("out/shared.ndjson", "{\"a\":1}\n{\"other\":")
+        let other = open(path, O_RDWR | O_APPEND)
+        try #require(other >= 0 && flock(other, LOCK_EX) == 0)
+        defer { close(other) }
+        let sink = try FileSink(path: path, lockTimeout: 1)
+        guard case .retry(let why) = sink.deliver(Array("{\"b\":2}\n".utf8)) else { Issue.record("not tried again later"); return }
+        #expect(why.contains("locked by another writer"), "\(why)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "{\"a\":1}\n{\"other\":")
+        _ = "1}\n".withCString { write(other, $0, 3) }
+        flock(other, LOCK_UN)
+        #expect(sink.deliver(Array("{\"b\":2}\n".utf8)) == .delivered)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "{\"a\":1}\n{\"other\":1}\n{\"b\":2}\n")
     }
 
     @Test func aFileThatCannotBeOpenedIsAnEventsError() throws {
         try dir.write("out/dir/x", "")
-        #expect(throws: EventsError.self) { try FileSink(path: dir.file("out/dir")) }
+        #expect(throws: EventsError.self) { try FileSink(path: dir.file("out/dir"), lockTimeout: 1) }
     }
 }

@@ -40,8 +40,10 @@ public enum ProcessRunner {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// The `herald` binary built by `swift build` (debug), which `make test` builds first.
+    /// The `herald` binary built by `swift build` (debug), which `make test` builds first;
+    /// `HERALD_BINARY` names another (a build with its own `--scratch-path`).
     public static var heraldBinary: String {
+        if let named = ProcessInfo.processInfo.environment["HERALD_BINARY"], !named.isEmpty { return named }
         let candidates = [".build/debug/herald", ".build/release/herald"].map { packageRoot.appendingPathComponent($0).path }
         return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
