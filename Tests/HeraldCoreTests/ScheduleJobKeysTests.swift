@@ -49,11 +49,43 @@ import Testing
         ("{ local_time: { from: \"22:00\", to: \"24:00\" }, quiet_hours: { from: \"21:00\", to: \"24:00\" } }", "cover the whole of local_time"),
         ("{ quiet_hours: { from: \"21:00\", to: \"08:00\" }, default_timezone: Mars/Base }", "schedule.default_timezone must be a time zone name"),
         ("{ quiet_hours: { from: \"21:00\", to: \"08:00\" }, every: day }", "unknown key \"schedule.every\""),
+        ("{ localtime: { from: \"09:00\", to: \"11:00\" } }", "unknown key \"schedule.localtime\": did you mean \"schedule.local_time\"?"),
     ])
     func mistakesAreNamedWithTheirLine(schedule: String, message: String) throws {
         let error = try #require(throws: JobError.self) { try load(schedule) }
         #expect(error.description.contains(message), "\(error)")
         #expect(error.description.contains("line "), "\(error)")
+    }
+
+    /// A misspelt section or key is named first (with its line and the nearest known key), not by
+    /// the error its absence causes ("audience is required").
+    @Test func aMisspeltKeyIsNamedBeforeWhatItsAbsenceCauses() throws {
+        try dir.write("a.csv", "token\n" + String(repeating: "ab", count: 32) + "\n")
+        let path = try dir.write("jobs/typo.yaml", """
+            campaign: c
+            audiense: { files: [../a.csv] }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push: { template: { aps: { alert: "x" } } }
+            """)
+        let error = try #require(throws: JobError.self) { try JobLoader.load(path: path) }
+        #expect(error.description.contains("line 2") && error.description.contains("unknown key \"audiense\": did you mean \"audience\"?"), "\(error)")
+        let files = try dir.write("jobs/typo2.yaml", """
+            campaign: c
+            audience: { file: [../a.csv] }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push: { template: { aps: { alert: "x" } } }
+            """)
+        let e2 = try #require(throws: JobError.self) { try JobLoader.load(path: files) }
+        #expect(e2.description.contains("unknown key \"audience.file\": did you mean \"audience.files\"?"), "\(e2)")
+        let far = try dir.write("jobs/typo3.yaml", """
+            campaign: c
+            audience: { files: [../a.csv] }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push: { template: { aps: { alert: "x" } } }
+            colour: blue
+            """)
+        let e3 = try #require(throws: JobError.self) { try JobLoader.load(path: far) }
+        #expect(e3.description.contains("unknown key \"colour\" (known keys:") && !e3.description.contains("did you mean"), "\(e3)")
     }
 
     /// `24:00` ends the day: quiet hours that reach it cover a window up to it, and only that.
