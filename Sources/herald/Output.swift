@@ -55,10 +55,14 @@ enum Output {
             lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv + .ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)")
             lines.append("state     \(report.statePath)")
         }
+        // docs/events.md: the exit status does not depend on events, so the result says what still waits.
+        let waiting = (report.summary?.extra.events ?? []).filter { $0.waiting > 0 }
+            .map { "\(number($0.waiting)) for \($0.sink)" }.joined(separator: ", ")
+        let events = waiting.isEmpty ? "" : "; delivery events still waiting in the outbox: \(waiting) (the next herald run of the job delivers them first)"
         if report.status == .finished {
-            lines.append("result    " + (report.message ?? "finished: every recipient reached a final state"))
+            lines.append("result    " + (report.message ?? "finished: every recipient reached a final state") + events)
         } else {
-            lines.append("result    exit \(report.status.rawValue) (\(report.status.meaning))")
+            lines.append("result    exit \(report.status.rawValue) (\(report.status.meaning))" + events)
         }
         return lines
     }

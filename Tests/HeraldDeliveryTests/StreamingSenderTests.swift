@@ -155,9 +155,14 @@ import Testing
         let token = try f.token { calls.add(1, ordering: .relaxed).newValue == 1 ? Date().addingTimeInterval(-7200) : Date() }
         let sender = try APNsSender(settings: f.settings(streams: 20), connections: 2, token: token, engine: DeliveryEngine(rawValue: engine)!)
         let first = Self.stream(sender, Self.jobs(1...100), ahead: 100)
-        // Requests that started after the first expiry already carry the new token.
+        // Requests that started after the first expiry already carry the new token. APNs allows one
+        // stream until a request authenticates: the nghttp2 engine opens the connection before it
+        // takes jobs, so each of its two connections starts one request with the old token and no
+        // more; libcurl takes a connection's twenty at once and queues them itself.
         let expired = first.filter { $0.outcome.reason == "ExpiredProviderToken" }
-        #expect(expired.count >= 20 && first.allSatisfy { $0.outcome.status == 200 || $0.outcome.reason == "ExpiredProviderToken" })
+        let expectedExpired = engine == "nghttp2" ? 1...2 : 20...100
+        #expect(expectedExpired.contains(expired.count), "\(expired.count) expired")
+        #expect(first.allSatisfy { $0.outcome.status == 200 || $0.outcome.reason == "ExpiredProviderToken" })
         let again = Self.stream(sender, Self.jobs(1...100).filter { j in expired.contains { $0.index == j.index } }, ahead: 100)
         sender.shutdown()
         #expect(again.allSatisfy { $0.outcome.status == 200 }, "\(again.filter { $0.outcome.status != 200 }.map(\.outcome).prefix(3))")

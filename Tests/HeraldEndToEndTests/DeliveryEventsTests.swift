@@ -143,6 +143,8 @@ import Glibc
         #expect(receiver.requests.count == 1, "a 4xx is not tried again in the run: \(receiver.requests.count)")
         #expect(r.stderr.contains("events.url (127.0.0.1): the receiver answered HTTP 401"), "\(r.stderr)")
         #expect(r.stdout.contains("url 0 delivered, 400 waiting (stopped: the receiver answered HTTP 401"), "\(r.stdout)")
+        #expect(r.stdout.contains("result    finished: every recipient reached a final state; delivery events still waiting in the outbox: 400 for url"),
+                "the result line says what still waits: \(r.stdout)")
         let url = try #require((try JSON.object(dir.file("reports/\(name)/summary.json"))["events"] as? [String: Any])?["url"] as? [String: Any])
         #expect(url["delivered"] as? Int == 0 && url["waiting"] as? Int == 400 && (url["error"] as? String)?.contains("401") == true, "\(url)")
         var status = try herald(["status", path])
@@ -152,6 +154,7 @@ import Glibc
         let again = try herald(["run", path])
         #expect(again.status == 0 && again.stdout.contains("already finished"), "\(again.stdout)\(again.stderr)")
         #expect(again.stdout.contains("url 400 delivered, 0 waiting"), "\(again.stdout)")
+        #expect(!again.stdout.contains("still waiting in the outbox"), "\(again.stdout)")
         expectEveryOutcome(try Self.events(in: Array(receiver.requests.dropFirst())), match: try outcomes(name), campaign: name)
         status = try herald(["status", path])
         #expect(status.stdout.contains("events    url 400 delivered, 0 waiting in the outbox"), "\(status.stdout)")
