@@ -202,6 +202,8 @@ public struct PushSpec: Sendable {
     /// `push.broadcast`: the push goes to broadcast channels, one request per channel, instead of
     /// to device tokens (nil: a device campaign).
     public var broadcast: BroadcastSpec? = nil
+    /// Where the job wrote each template value, for messages (`TemplateLines`).
+    public var templateLines = TemplateLines()
     public init(type: PushType, priority: Int, template: JSONValue, locales: [(locale: String, template: JSONValue)] = [],
                 missingField: MissingFieldPolicy = .error, oversize: OversizePolicy = .error,
                 collapseId: CollapseIdPolicy = .auto, expiration: ExpirationSpec = .unset) {

@@ -162,15 +162,19 @@ extension Context {
             }
         }
         var template: JSONValue
+        var lines = TemplateLines()
         switch (m.has("template"), m.has("template_file")) {
         case (true, true): throw JobError(file: file, line: m.line, "push takes template or template_file, not both")
         case (false, false): throw JobError(file: file, line: m.line, "push.template or push.template_file is required")
         case (true, false):
             let (n, _) = m.node("template")!
             template = try jsonValue(n, path: "push.template")
+            Self.recordLines(n, source: "push.template", path: "", file: file, into: &lines)
         case (false, true):
             let name = try m.requiredString("template_file")
-            template = try loadTemplateFile(name, line: m.line)
+            let (value, node) = try loadTemplateFile(name, line: m.line)
+            template = value
+            Self.recordLines(node, source: "push.template", path: "", file: name, into: &lines)
         }
         var locales: [(locale: String, template: JSONValue)] = []
         if let (n, l) = m.node("locales") {
@@ -178,6 +182,7 @@ extension Context {
             for (k, v) in lm {
                 guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "push.locales keys must be locale codes") }
                 locales.append((ks.string, try jsonValue(v, path: "push.locales.\(ks.string)")))
+                Self.recordLines(v, source: "push.locales.\(ks.string)", path: "", file: file, into: &lines)
             }
         }
         let missing = try m.choice("missing_field", MissingFieldPolicy.self) ?? .error
@@ -213,6 +218,7 @@ extension Context {
         var push = PushSpec(type: type, priority: priority, template: template, locales: locales, missingField: missing,
                             oversize: oversize, collapseId: collapse, expiration: expiration)
         push.broadcast = broadcast
+        push.templateLines = lines
         push.priorityTemplate = priorityTemplate
         push.expirationTemplate = expirationTemplate
         return push
@@ -293,15 +299,34 @@ extension Context {
         }
     }
 
+    /// The line of every value of a template node, by the JSON path the payload compiler names
+    /// it with (`aps.alert.loc-args[1]`).
+    static func recordLines(_ node: Node, source: String, path: String, file: String, into lines: inout TemplateLines) {
+        if let line = node.mark?.line { lines.record(source: source, path: path, file: file, line: line) }
+        switch node {
+        case .mapping(let map):
+            for (k, v) in map {
+                guard case .scalar(let ks) = k else { continue }
+                let child = path.isEmpty ? ks.string : "\(path).\(ks.string)"
+                recordLines(v, source: source, path: child, file: file, into: &lines)
+                // The key's line, not its block value's (which starts on the next line).
+                if let line = k.mark?.line { lines.record(source: source, path: child, file: file, line: line) }
+            }
+        case .sequence(let seq):
+            for (i, item) in seq.enumerated() { recordLines(item, source: source, path: "\(path)[\(i)]", file: file, into: &lines) }
+        default: break
+        }
+    }
+
     /// A template file is JSON (or YAML, of which JSON is a subset); parsed with Yams so key order is kept.
-    func loadTemplateFile(_ name: String, line: Int?) throws(JobError) -> JSONValue {
+    func loadTemplateFile(_ name: String, line: Int?) throws(JobError) -> (JSONValue, Node) {
         let path = resolve(name)
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
             throw JobError(file: file, line: line, "push.template_file not found or unreadable: \(name) (looked for \(path))")
         }
         do {
             guard let node = try Yams.compose(yaml: text) else { throw JobError(file: name, line: nil, "template file is empty") }
-            return try Context(file: name, baseDir: baseDir).jsonValue(node, path: "template")
+            return (try Context(file: name, baseDir: baseDir).jsonValue(node, path: "template"), node)
         } catch let e as JobError {
             throw e
         } catch {

@@ -67,6 +67,7 @@ public enum JobLoader {
         if let y = error as? YamlError {
             switch y {
             case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): return mark.line
+            case .duplicatedKeysInMapping(_, let context): return context.mark.line
             default: return nil
             }
         }
@@ -77,6 +78,9 @@ public enum JobLoader {
         if let y = error as? YamlError {
             switch y {
             case .scanner(_, let problem, _, _), .parser(_, let problem, _, _), .composer(_, let problem, _, _): return problem
+            case .duplicatedKeysInMapping(let keys, _):
+                // Yams marks the first of the repeated keys.
+                return "\(keys.map { "\"\($0)\"" }.joined(separator: ", ")) given more than once in one mapping (the first here)"
             default: break
             }
         }

@@ -27,7 +27,15 @@ public final class PayloadRenderer: Sendable {
 
     /// Validates and compiles `push.template` and every `push.locales` variant, and checks the
     /// push type against the priority. Throws the first problem found; the caller exits with status 2.
-    public init(push: PushSpec) throws(PayloadTemplateError) {
+    public convenience init(push: PushSpec) throws(PayloadTemplateError) {
+        do {
+            try self.init(checking: push)
+        } catch {
+            throw error.placed(by: push.templateLines)
+        }
+    }
+
+    private init(checking push: PushSpec) throws(PayloadTemplateError) {
         if push.type == .background {
             if push.priority != 5 { throw .backgroundPriority(push.priority) }
             if push.priorityTemplate != nil { throw .header(key: "push.priority", problem: "must be 5 for background pushes, not a placeholder") }

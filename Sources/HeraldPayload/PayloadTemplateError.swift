@@ -1,9 +1,11 @@
+public import HeraldCore
+
 /// A job-level problem with `push.template` or one of `push.locales`. Found once, when the job
 /// is loaded, so the operator fixes the template before a single push is sent (exit 2).
 ///
 /// Every message starts with where the problem is (`push.template`, `push.locales.fr`) and
 /// names the JSON path inside the template (`aps.alert.body`, `aps.alert.loc-args[1]`).
-public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
+public indirect enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
     /// The template is not a JSON object with an `aps` object.
     case missingAPS(source: String)
     /// A key inside `aps` (or `aps.alert`, `aps.sound`) that Apple does not document.
@@ -33,6 +35,38 @@ public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
     case templateTooLarge(source: String, bytes: Int, limit: Int)
     /// The same locale (after normalizing case and `_`) appears twice in `push.locales`.
     case duplicateLocale(String)
+    /// A problem with the file and line where the job wrote the value (`TemplateLines`).
+    case located(file: String, line: Int, PayloadTemplateError)
+
+    /// This problem with the file and line of its template value, when the job recorded them.
+    public func placed(by lines: TemplateLines) -> PayloadTemplateError {
+        guard let source, let at = lines.locate(source: source, path: path) else { return self }
+        return .located(file: at.file, line: at.line, self)
+    }
+
+    /// `push.template` or `push.locales.<locale>`, for the problems inside one template.
+    var source: String? {
+        switch self {
+        case .missingAPS(let s), .unknownKey(let s, _, _), .duplicateKey(let s, _), .wrongValue(let s, _, _),
+             .unterminatedPlaceholder(let s, _), .badPlaceholder(let s, _, _), .backgroundPush(let s, _), .silentAsAlert(let s),
+             .alertShowsNothing(let s), .templateTooLarge(let s, _, _):
+            return s
+        case .liveActivity(let s, _): return s
+        case .backgroundPriority, .header, .duplicateLocale, .located: return nil
+        }
+    }
+
+    /// The JSON path inside the template, where the problem has one (`aps` for the rules about
+    /// the `aps` dictionary as a whole).
+    var path: String? {
+        switch self {
+        case .unknownKey(_, let p, _), .duplicateKey(_, let p), .wrongValue(_, let p, _), .unterminatedPlaceholder(_, let p),
+             .badPlaceholder(_, let p, _):
+            return p
+        case .backgroundPush, .silentAsAlert, .alertShowsNothing, .liveActivity: return "aps"
+        default: return nil
+        }
+    }
 
     public var description: String {
         switch self {
@@ -66,6 +100,8 @@ public enum PayloadTemplateError: Error, Equatable, CustomStringConvertible {
             return "\(source): the template is \(bytes) bytes before any field is filled in; the limit is \(limit)"
         case .duplicateLocale(let locale):
             return "push.locales: locale \(locale) appears more than once"
+        case .located(let file, let line, let problem):
+            return "\(file) line \(line): \(problem)"
         }
     }
 }
