@@ -78,6 +78,9 @@ struct CSVRows {
         for (key, column) in mapping.namedColumns where columnIndex[column] == nil {
             throw .missingColumn(file: fileName, line: line, column: column, key: key, columns: names)
         }
+        for (column, usedBy) in mapping.templateColumns where columnIndex[column] == nil {
+            throw .missingColumn(file: fileName, line: line, column: column, key: "\(usedBy), a placeholder with no default", columns: names)
+        }
         header = CSVHeader(columns: names)
         tokenColumn = token
         idColumn = mapping.id.flatMap { columnIndex[$0] }

@@ -11,8 +11,11 @@ struct FieldMapping {
     let locale: String?
     let registeredAt: String?
     let timezone: String?
+    /// Columns the templates need in every row (`AudienceSpec.templateColumns`).
+    let templateColumns: [(column: String, usedBy: String)]
 
     init(_ spec: AudienceSpec) {
+        templateColumns = spec.templateColumns
         token = spec.channelField ?? spec.tokenField
         channel = spec.channelField != nil
         id = spec.idField

@@ -50,6 +50,10 @@ public struct AudienceSpec: Sendable {
     public var maxInvalidRows: InvalidRowLimit
     /// `audience.allow_empty`: a file with no data rows is an empty audience, not a failed export (default false).
     public var allowEmpty = false
+    /// Fields every recipient's payload needs whatever its locale, with what needs each
+    /// (`push.template at aps.alert`): set from the compiled templates before the audience is read,
+    /// so a CSV header without one is one error, not every row invalid. Not a job key.
+    public var templateColumns: [(column: String, usedBy: String)] = []
     /// `audience.timezone_field`: the recipient's time zone, for `schedule`.
     public var timezoneField: String?
     /// `audience.channel_field`: a broadcast campaign whose rows name channels (a channel id in

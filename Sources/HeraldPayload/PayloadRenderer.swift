@@ -61,6 +61,26 @@ public final class PayloadRenderer: Sendable {
         self.variantIndex = index
     }
 
+    /// Fields every recipient's payload needs, whatever its locale: each is a placeholder with no
+    /// default in every template (`push.template` and each of `push.locales`) that
+    /// `missing_field: empty` does not fill (it fills text, not a typed value). A CSV header
+    /// without one would make every row invalid. Sorted by field, with where the first template uses it.
+    public var fieldsEveryRowNeeds: [(column: String, usedBy: String)] {
+        func needs(_ t: CompiledTemplate) -> [String: String] {
+            var out: [String: String] = [:]
+            for (i, slot) in t.slots.enumerated() where !slot.hasDefault && (missingField != .empty || slot.type != nil) {
+                if out[t.fields[i]] == nil { out[t.fields[i]] = "\(t.source) at \(t.paths[i])" }
+            }
+            return out
+        }
+        var common = needs(defaultTemplate)
+        for variant in variants {
+            let other = needs(variant)
+            common = common.filter { other[$0.key] != nil }
+        }
+        return common.sorted { $0.key < $1.key }.map { (column: $0.key, usedBy: $0.value) }
+    }
+
     /// Renders for one recipient. `locale` is the recipient's locale text (may be nil or
     /// empty): an exact match in `push.locales` (ignoring case and `_` vs `-`), then shorter
     /// and shorter prefixes (`zh-Hant-TW` → `zh-Hant` → `zh`), else `push.template`.

@@ -21,7 +21,7 @@ public struct AudienceScan {
         case parseOnly
     }
 
-    public let audience: AudienceSpec
+    public private(set) var audience: AudienceSpec
     public let depth: Depth
     /// A broadcast campaign: its rows name channels.
     public let broadcast: Bool
@@ -42,6 +42,7 @@ public struct AudienceScan {
                                   localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
                                   dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
             }
+            audience.templateColumns = renderer?.payload.fieldsEveryRowNeeds ?? []
         } else {
             renderer = nil
         }

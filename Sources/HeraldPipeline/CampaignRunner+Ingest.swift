@@ -42,8 +42,10 @@ extension CampaignRunner {
         let pass = run.audiencePass
         let apnsIds = APNsIdGenerator(seed: apnsIdSeed)
         operations.startReading(spec.audience.files, first: run.ingestedFile)
-        for (index, file) in spec.audience.files.enumerated() where index >= run.ingestedFile {
-            let reader = try Self.wrap(.preparing) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: spec.audience) }
+        var audience = spec.audience
+        audience.templateColumns = renderer.payload.fieldsEveryRowNeeds
+        for (index, file) in audience.files.enumerated() where index >= run.ingestedFile {
+            let reader = try Self.wrap(.preparing) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
             while true {
                 if stopRequested.load(ordering: .relaxed) || whileSending?.shouldStopReading == true {
                     try flush(&batch, state: state, pass: pass, whileSending: whileSending)

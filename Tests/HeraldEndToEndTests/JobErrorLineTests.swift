@@ -60,6 +60,31 @@ import Testing
             """, "t.json line 4: push.template: aps.badge must be")
     }
 
+    /// A placeholder whose field is no column of the CSV header, in every template, with no
+    /// default: one error naming the field, what uses it and the header, not every row invalid.
+    @Test func aTemplateFieldThatIsNoColumnIsOneError() throws {
+        try expectError("column", """
+            campaign: column
+            audience: { files: [../a.csv] }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push:
+              template: { aps: { alert: "Hi {{first_name}}", badge: "{{unread:int|0}}" } }
+              locales: { fr: { aps: { alert: "Salut {{first_name}}" } } }
+            """, "a.csv line 1: header has no column \"first_name\" named by push.template at aps.alert, a placeholder with no default (columns: token)")
+        // Only one locale's template needs it: rows in that locale are invalid, the others go.
+        try dir.write("b.csv", "token,locale\n" + String(repeating: "ab", count: 32) + ",de\n" + String(repeating: "cd", count: 32) + ",fr\n")
+        let some = try dir.write("jobs/some.yaml", """
+            campaign: some
+            audience: { files: [../b.csv], locale_field: locale, max_invalid_rows: 1 }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push:
+              template: { aps: { alert: "Hi" } }
+              locales: { fr: { aps: { alert: "Salut {{first_name}}" } } }
+            """)
+        let r = try herald(["validate", some])
+        #expect(r.status == 0 && r.stdout.contains("1 valid") && r.stdout.contains("missing_field 1"), "\(r.stdout)\(r.stderr)")
+    }
+
     @Test func aKeyGivenTwiceNamesItsLine() throws {
         try expectError("twice", """
             campaign: twice
