@@ -18,6 +18,8 @@ public struct RunReport: Sendable {
     public var statePath: String
     /// The send stage's counters (connections opened, JWTs signed, retries).
     public var counters = DeliveryCounters()
+    /// Recipients this invocation sent (the summary's figures are the campaign's, over every invocation).
+    public var sentNow = 0
 }
 
 /// Runs one campaign: ingest the audience into the state file, send every pending recipient,
@@ -167,6 +169,7 @@ public final class CampaignRunner {
             deliveryCounters.jwtsSigned += result.counters.jwtsSigned
             deliveryCounters.retries += result.counters.retries
             deliveryCounters.throttleDeferrals += result.counters.throttleDeferrals
+            report.sentNow = result.sent
             outcome = (result.status, result.message)
         } catch {
             outcome = (error.status, error.message)

@@ -42,8 +42,12 @@ enum Output {
             if !s.invalidByReason.isEmpty {
                 lines.append("invalid   " + s.invalidByReason.sorted { $0.value > $1.value }.map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))
             }
-            if let r = s.sendsPerSecond {
+            // The rate is the campaign's, over every invocation: said only when this one sent, or a
+            // resumed run that sent nothing would show the earlier runs' rate as its own.
+            if let r = s.sendsPerSecond, report.sentNow > 0 {
                 lines.append(String(format: "took      %.2f s (%.0f sends/s)", s.durationSeconds, r))
+            } else if s.durationSeconds > 0 {
+                lines.append(String(format: "took      %.2f s over every run of the campaign; nothing sent by this one", s.durationSeconds))
             }
             if let events = s.extra.events, !events.isEmpty {
                 lines.append("events    " + events.map { e in

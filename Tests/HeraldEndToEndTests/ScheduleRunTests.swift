@@ -105,6 +105,7 @@ import Glibc
         r = try herald(["run", path])
         let afterRerun = try answered(name).count
         #expect(r.status == 4 && afterRerun == 10, "\(r.stdout)\(r.stderr)")
+        #expect(r.stdout.contains("nothing sent by this one") && !r.stdout.contains("sends/s"), "no earlier run's rate as its own: \(r.stdout)")
 
         // wait: true — the run stays up for the window; killed while it waits, nothing is lost.
         path = try job(name, opens: opens, wait: true)
