@@ -223,6 +223,25 @@ import Glibc
         #expect(try answered("daily").map(\.token).sorted() == [4, 5, 6])
     }
 
+    /// `wait: false` names when the last zone's window opens too: a cron line must reach it.
+    @Test func waitFalseNamesTheLastZoneToOpen() throws {
+        let opens = ((Date().timeIntervalSince1970 + 7200) / 60).rounded(.up) * 60
+        try dir.write("data/last.csv", "token,tz\n" + (1...4).map { String(format: "%064x,%@", $0, $0 <= 2 ? "UTC" : "-01:30") }.joined(separator: "\n") + "\n")
+        let path = try dir.write("jobs/last.yaml", """
+            campaign: last
+            audience: { files: [../data/last.csv], timezone_field: tz }
+            apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/last.ndjson } }
+            push: { template: { aps: { alert: "hello" } } }
+            schedule: { local_time: { from: "\(Self.hhmm(opens))", to: "\(Self.hhmm(opens + 1800))" }, wait: false }
+            """)
+        let r = try herald(["run", path])
+        let first = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: opens))
+        let last = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: opens + 5400))
+        #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
+        #expect(r.stderr.contains("4 recipient(s) wait for their local window (schedule.wait: false); the next are due at \(first) (the last at \(last)): rerun then"),
+                "\(r.stderr)")
+    }
+
     /// The example job in jobs/ loads and its audience is valid.
     @Test func theExampleDigestJobIsValid() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
