@@ -28,8 +28,9 @@ public struct CampaignStatus: Sendable {
         guard FileManager.default.fileExists(atPath: spec.statePath) else {
             return CampaignStatus(statePath: spec.statePath, runs: [], lockHolder: holder)
         }
+        let volume = try CampaignRunner.wrap(.preparing) { () throws(StateVolumeError) in try StateVolume(job: spec) }
         return try CampaignRunner.wrap(.preparing) { () throws(StateError) in
-            let store = try StateStore(path: spec.statePath, readOnly: true)
+            let store = try StateStore(path: spec.statePath, readOnly: true, volume: volume)
             var runs: [Run] = []
             for info in try store.runs() {
                 let state = store.run(info)
