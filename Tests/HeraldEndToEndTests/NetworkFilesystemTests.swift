@@ -2,10 +2,14 @@ import Foundation
 import HeraldTestSupport
 import Testing
 
+private let bindfs = ["/usr/bin/bindfs", "/usr/local/bin/bindfs"].first { FileManager.default.isExecutableFile(atPath: $0) }
+private let canMountFUSE = bindfs != nil && geteuid() == 0 && FileManager.default.fileExists(atPath: "/dev/fuse")
+
 /// A state directory on a network filesystem (`state.network_filesystem`), on the built binary
 /// against the simulator. No NFS can be mounted here: `HERALD_TEST_FILESYSTEM` makes herald take
 /// the test's state directory as on NFS (f_type 0x6969), and SQLite's locks and journals are
-/// those of the local disk under it.
+/// those of the local disk under it. A FUSE filesystem can be (bindfs, Debian package `bindfs`,
+/// which `make test` installs), and is one herald counts as a network filesystem.
 @Suite(.serialized) struct NetworkFilesystemTests {
     let dir = TemporaryDirectory("e2e-netfs")
 
@@ -33,6 +37,26 @@ import Testing
 
     func writeAudience() throws {
         try dir.write("data/audience.csv", "token\n" + (1...300).map { String(format: "%064x", $0) }.joined(separator: "\n") + "\n")
+    }
+
+    /// bindfs mirroring `source` at `path`: a real FUSE filesystem (f_type 0x65735546), unmounted when the value goes away.
+    /// In the foreground (`-f`): a daemon would keep the test's output pipes open.
+    final class FUSEMount {
+        let path: String
+        let daemon: BackgroundProcess
+        init(_ source: String, at path: String) throws {
+            self.path = path
+            for d in [source, path] { try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true) }
+            daemon = try BackgroundProcess(bindfs!, ["-f", source, path])
+            let mounted = waitUntil(timeout: 10) {
+                ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").contains(" \(path) fuse")
+            }
+            guard mounted else { throw TestSupportError("bindfs did not mount \(source) at \(path)") }
+        }
+        deinit {
+            _ = try? ProcessRunner.run("/bin/umount", [path])
+            daemon.process.waitUntilExit()
+        }
     }
 
     func stateFiles() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: dir.file("state")).sorted() }
@@ -86,5 +110,26 @@ import Testing
         #expect(try stateFiles() == ["held.sqlite", "held.sqlite.lock", "herald-shared.sqlite", "other.sqlite", "other.sqlite.lock"])
         let done = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", held], environment: environment)
         #expect(done.status == 0 && done.stdout.contains("300 sent"), "\(done.stdout)\(done.stderr)")
+    }
+
+    @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install -y bindfs): no real FUSE mount tested"))
+    func aRealFUSEMountIsRefusedAndTakesAnExclusiveRunToTheEnd() throws {
+        try writeAudience()
+        let mount = try FUSEMount(dir.file("backing"), at: dir.file("state"))
+        let refused = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", try job("fuse", exclusive: false)])
+        #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
+        #expect(refused.stderr.contains("state directory \(dir.file("state")) is on a network filesystem (fuse (f_type 0x65735546))"),
+                "\(refused.stderr)")
+
+        let path = try job("fuse", exclusive: true)
+        let run = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+        #expect(try RequestLog.read(dir.file("out/fuse.ndjson")).count == 300)
+        // What reached the disk under the mount: the files, no -shm, no WAL or journal left.
+        let backing = try FileManager.default.contentsOfDirectory(atPath: dir.file("backing")).sorted()
+        #expect(backing == ["fuse.sqlite", "fuse.sqlite.lock", "herald-shared.sqlite"], "\(backing)")
+        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", path])
+        #expect(status.status == 0 && status.stdout.contains("300 sent"), "\(status.stdout)\(status.stderr)")
+        withExtendedLifetime(mount) {}
     }
 }
