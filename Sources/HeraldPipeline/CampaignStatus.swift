@@ -3,7 +3,8 @@ import HeraldCore
 import HeraldState
 
 /// What `herald status` shows: every run of the job in its state file, and whether a run is
-/// going on right now. Read-only: safe beside a running campaign (WAL readers never block it).
+/// going on right now. Read-only: safe beside a running campaign (WAL readers never block it),
+/// except on a network volume, where the run holds the file (StateVolume.network) and this waits, then fails.
 public struct CampaignStatus: Sendable {
     public struct Run: Sendable {
         public var info: RunInfo

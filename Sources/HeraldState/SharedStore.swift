@@ -4,8 +4,9 @@ import GRDB
 /// `herald-shared.sqlite`, beside the campaign state files: what several campaigns sharing a state
 /// directory must agree on (the silent-push ledger, the frequency-cap ledger, the suppression list of dead tokens).
 ///
-/// Campaigns run as separate processes, possibly at the same time, so the file is in WAL mode with
-/// a busy timeout, and every write is one short transaction. Created 0600 like the state files.
+/// Campaigns run as separate processes, possibly at the same time, so the file is in WAL mode (a
+/// rollback journal on a network volume: StateVolume) with a busy timeout, and every write is one
+/// short transaction. Created 0600 like the state files.
 public final class SharedStore: SQLiteStore, Sendable {
     public static let fileName = "herald-shared.sqlite"
 
