@@ -20,13 +20,7 @@ private let canMountFUSE = bindfs != nil && geteuid() == 0 && FileManager.defaul
 
     func job(_ name: String, exclusive: Bool) throws -> String {
         try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/audience.csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 20
-              simulator: { log: ../out/\(name).ndjson }
+            \(simulatorJobHead(campaign: name, audience: ["../data/audience.csv"]))
             push:
               template: { aps: { alert: "\(name)" } }
             throttle:
