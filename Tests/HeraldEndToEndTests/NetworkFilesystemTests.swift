@@ -107,7 +107,7 @@ private let canMountFUSE = bindfs != nil && geteuid() == 0 && FileManager.defaul
     }
 
     @Test(.enabled(if: canMountFUSE, "needs root, /dev/fuse and bindfs (apt-get install -y bindfs): no real FUSE mount tested"))
-    func aRealFUSEMountIsRefusedAndTakesAnExclusiveRunToTheEnd() throws {
+    func aRealFUSEMountIsRefusedAndTakesAnExclusiveRunToTheEndThroughAKill() throws {
         try writeAudience()
         let mount = try FUSEMount(dir.file("backing"), at: dir.file("state"))
         let refused = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", try job("fuse", exclusive: false)])
@@ -116,6 +116,13 @@ private let canMountFUSE = bindfs != nil && geteuid() == 0 && FileManager.defaul
                 "\(refused.stderr)")
 
         let path = try job("fuse", exclusive: true)
+        // While a run holds the files (stopped after its first batch of answers): a WAL, and no -shm.
+        let held = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path], watch: .stderr,
+                                         environment: ["HERALD_TEST_STALL_AT": "send:1"])
+        _ = try held.waitForLine(prefix: "herald-test: stalled")
+        let whileHeld = try FileManager.default.contentsOfDirectory(atPath: dir.file("backing"))
+        #expect(whileHeld.contains("fuse.sqlite-wal") && whileHeld.allSatisfy { !$0.hasSuffix("-shm") }, "\(whileHeld)")
+        held.kill9()
         let run = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(try RequestLog.read(dir.file("out/fuse.ndjson")).count == 300)
