@@ -27,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // statfs(2), which Swift's Glibc module does not bring in (the state directory's filesystem type).
+        .systemLibrary(name: "CStatfs"),
         // libcurl 7.88's calls into nghttp2, interposed (each .c file says why): drops the RST_STREAM
         // it sends on every closed stream, hands a request's APNs header fields and body to nghttp2
         // without its formatting, and writes a request's frames to TLS in one record.
@@ -45,7 +47,7 @@ let package = Package(
         .target(name: "HeraldAudience", dependencies: ["HeraldCore", "CZlib"]),
         .target(name: "HeraldPayload", dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "HeraldState", dependencies: [
-            "HeraldCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            "HeraldCore", "HeraldTestHooks", "CStatfs", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
         .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlNghttp2", "CHTTP2Client"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "HeraldTestHooks", "CZlib"]),

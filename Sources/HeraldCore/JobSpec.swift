@@ -10,6 +10,8 @@ public struct JobSpec: Sendable {
     public var retry: RetrySpec
     /// The campaign's SQLite state file; its directory is the state directory.
     public var statePath: String
+    /// `state.network_filesystem`: what `herald` does when the state directory is on a network filesystem.
+    public var stateNetworkFilesystem: NetworkFilesystemPolicy = .refuse
     public var reports: ReportsSpec
     /// The `ops` section: what the systems around a run hear from it.
     public var ops = OpsSpec()
@@ -351,6 +353,14 @@ public struct EventsSpec: Sendable, Equatable {
     public var headersEnv: [HeaderFromEnvironment] = []
 
     public init(url: String? = nil, file: String? = nil) { self.url = url; self.file = file }
+}
+
+/// Job key `state.network_filesystem`. SQLite's WAL mode "does not work over a network
+/// filesystem" (https://www.sqlite.org/wal.html), so a state directory on one is refused unless
+/// the job chooses `exclusive`: the state file held by one process for a whole run, its WAL index
+/// in that process's memory, and `herald-shared.sqlite` in rollback-journal mode.
+public enum NetworkFilesystemPolicy: String, Sendable, CaseIterable {
+    case refuse, exclusive
 }
 
 public struct ReportsSpec: Sendable, Equatable {

@@ -135,7 +135,15 @@ struct Context {
         // period's runs); the reports directory keeps `{campaign}`, resolved per run.
         let besideJobs = baseDir.deletingLastPathComponent()
         var statePath = besideJobs.appendingPathComponent("state/\(campaign).sqlite").standardizedFileURL.path
-        if let s = try top.string("state") { statePath = resolve(s) }
+        var networkFilesystem = NetworkFilesystemPolicy.refuse
+        if let (n, _) = top.node("state") {
+            if case .scalar(let s) = n { statePath = resolve(s.string) } else {
+                var m = try YAMLMapping(n, path: "state", file: file)
+                if let f = try m.string("file") { statePath = resolve(f) }
+                networkFilesystem = try m.choice("network_filesystem", NetworkFilesystemPolicy.self) ?? .refuse
+                try m.finish(known: ["file", "network_filesystem"])
+            }
+        }
         var reports = ReportsSpec(dir: besideJobs.appendingPathComponent("reports").standardizedFileURL.path + "/{campaign}")
         if let (n, _) = top.node("reports") {
             if case .scalar(let s) = n { reports.dir = resolve(s.string) } else {
@@ -177,6 +185,7 @@ struct Context {
         if let r = overrides.reportsDir { reports.dir = URL(fileURLWithPath: r).standardizedFileURL.path }
         var spec = JobSpec(jobFile: jobFile, campaign: campaign, audience: audience, apns: apns, push: push,
                            throttle: throttle, retry: retry, statePath: statePath, reports: reports)
+        spec.stateNetworkFilesystem = networkFilesystem
         spec.ops = ops
         spec.events = events
         spec.schedule = schedule

@@ -22,7 +22,7 @@ public enum CampaignReports {
             throw RunFailure(.usage, "\(spec.statePath): no state file yet: the campaign has never run, so there is nothing to report")
         }
         return try CampaignRunner.wrap(.preparing) { () throws -> Written in
-            let store = try StateStore(path: spec.statePath, readOnly: true)
+            let store = try StateStore(path: spec.statePath, readOnly: true, volume: StateVolume(job: spec))
             let runs = try store.runs()
             let chosen: RunInfo?
             if let runId {

@@ -37,7 +37,7 @@ extension CampaignRunner {
     func send(from state: RunState, headers: HeaderRenderer, sender: any PushSending, reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         defer { sender.shutdown() }
         let stop: () -> Bool = { [self] in self.stopRequested.load(ordering: .relaxed) || (reading?.hasFailed ?? false) }
-        let gate = try SendGate(spec: spec, state: state, maxAttempts: spec.retry.maxAttempts, logger: logger, isStopping: stop)
+        let gate = try SendGate(spec: spec, state: state, volume: stateVolume, maxAttempts: spec.retry.maxAttempts, logger: logger, isStopping: stop)
         let operations = self.operations
         let loop = SendLoop(spec: spec, state: state, shared: headers.shared, sender: sender, gate: gate, logger: logger,
                             stopRequested: stop, moreComing: { reading?.isReading ?? false }, onRecorded: { operations.recorded($0) })

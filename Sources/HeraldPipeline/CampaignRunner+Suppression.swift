@@ -55,7 +55,7 @@ extension CampaignRunner {
         try Self.wrap(.preparing) { () throws(StateError) -> SuppressionLookup? in
             let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
             guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
-            let shared = try SharedStore(besideStateFile: spec.statePath)
+            let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
             let scope = suppressionScope(topic)
             return try shared.suppressionCount(scope: scope) > 0 ? SuppressionLookup(shared: shared, scope: scope) : nil
         }
@@ -67,7 +67,7 @@ extension CampaignRunner {
     /// A failure here is logged, not fatal: the state file and reports still hold the 410s.
     func recordInvalidatedTokens(state: RunState, run: RunInfo) {
         do {
-            let shared = try SharedStore(besideStateFile: spec.statePath)
+            let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
             let topic = (try? spec.push.type.topic(for: spec.apns.topic).get()) ?? spec.apns.topic
             var batch: [SuppressedToken] = []
             var total = 0

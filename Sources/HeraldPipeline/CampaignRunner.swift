@@ -38,6 +38,8 @@ public final class CampaignRunner {
     var deliveryCounters = DeliveryCounters()
     /// `--shard`, progress and metrics (RunOperations.swift); the default changes nothing.
     public var operations = RunOperations()
+    /// How the state directory's SQLite files are opened, decided before the campaign's lock is taken.
+    var stateVolume = StateVolume.local
 
     public init(spec: JobSpec, logger: Logger, newRun: Bool = false) {
         self.spec = spec
@@ -69,7 +71,10 @@ public final class CampaignRunner {
         let started = Date()
         var report = RunReport(status: .finished, message: nil, summary: nil, reportsDir: spec.reports.dir, statePath: spec.statePath)
         let lock: CampaignLock
-        do { lock = try CampaignLock(statePath: spec.statePath) } catch {
+        do {
+            stateVolume = try StateVolume(job: spec)
+            lock = try CampaignLock(statePath: spec.statePath)
+        } catch {
             let failure = RunFailure(error, during: .preparing)
             report.status = failure.status; report.message = failure.message
             return report
@@ -93,7 +98,7 @@ public final class CampaignRunner {
             payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             credentials = try DeliveryTarget.loadCredentials(spec)
-            store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath) }
+            store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath, volume: stateVolume) }
             events = try Self.wrap(.preparing) { () throws(EventsError) -> EventShipper? in
                 guard let e = spec.events else { return nil }
                 return try EventShipper(spec: e, store: store, shard: operations.shard?.description,

@@ -3,7 +3,8 @@ import HeraldCore
 import HeraldState
 
 /// What `herald status` shows: every run of the job in its state file, and whether a run is
-/// going on right now. Read-only: safe beside a running campaign (WAL readers never block it).
+/// going on right now. Read-only: safe beside a running campaign (WAL readers never block it),
+/// except on a network volume, where the run holds the file (StateVolume.network) and this waits, then fails.
 public struct CampaignStatus: Sendable {
     public struct Run: Sendable {
         public var info: RunInfo
@@ -30,8 +31,9 @@ public struct CampaignStatus: Sendable {
         guard FileManager.default.fileExists(atPath: spec.statePath) else {
             return CampaignStatus(statePath: spec.statePath, runs: [], lockHolder: holder)
         }
+        let volume = try CampaignRunner.wrap(.preparing) { () throws(StateVolumeError) in try StateVolume(job: spec) }
         return try CampaignRunner.wrap(.preparing) { () throws(StateError) in
-            let store = try StateStore(path: spec.statePath, readOnly: true)
+            let store = try StateStore(path: spec.statePath, readOnly: true, volume: volume)
             var runs: [Run] = []
             for info in try store.runs() {
                 let state = store.run(info)

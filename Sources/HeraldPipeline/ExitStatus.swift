@@ -73,6 +73,11 @@ extension RunFailure {
             self.init(.locked, "\(error)")
         case let lock as CampaignLockError:
             self = Self.storage(lock.storageFailure, file: lock.description, detail: "locking the campaign") ?? RunFailure(.usage, lock.description)
+        case StateVolumeError.unreadable(let state):
+            self.init(state, during: stage)
+        case is StateVolumeError:
+            // A state directory on a network filesystem the job has not accepted: the job or the volume needs a person.
+            self.init(.usage, "\(error)")
         case let state as StateError:
             self = Self.storage(state.storageFailure, file: state.path, detail: state.message) ?? Self.byStage(error, stage)
         case let scratch as ScratchFileError:

@@ -63,7 +63,8 @@ final class SendGate {
 
     /// Opens the ledger when the campaign sends background pushes, and makes recipients deferred
     /// by an earlier run due again so they are checked against it.
-    init(spec: JobSpec, state: RunState, maxAttempts: Int, clock: ThrottleClock = SystemThrottleClock(),
+    /// `volume`: how the shared file beside the state file is opened (StateVolume).
+    init(spec: JobSpec, state: RunState, volume: StateVolume = .local, maxAttempts: Int, clock: ThrottleClock = SystemThrottleClock(),
          silentWindow: TimeInterval? = nil, logger: Logger, isStopping: @escaping () -> Bool = { false }) throws(RunFailure) {
         throttle = spec.throttle
         pushType = spec.push.type
@@ -84,7 +85,7 @@ final class SendGate {
         waitsForWindows = spec.schedule?.wait ?? true
         localTime = LocalTimeCheck(job: spec, runStarted: (try? state.reload().startDate) ?? clock.now())
         if spec.push.type == .background || spec.throttle.frequencyCap != nil {
-            ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath) }
+            ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath, volume: volume) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
         } else {
             ledger = nil

@@ -10,11 +10,32 @@ enum SQLiteFile {
     /// plan audit (HeraldStateTests) can ask SQLite how each one finds its rows.
     static let statementObserver = Mutex<(@Sendable (_ path: String, _ sql: String) -> Void)?>(nil)
 
+    /// How a file keeps its journal and its locks (StateVolume picks one per file).
+    enum Journal: Sendable {
+        /// WAL with its index in the shared-memory file beside it (`-shm`): readers in other
+        /// processes of the same host read beside a writer.
+        case wal
+        /// WAL with `locking_mode=EXCLUSIVE` set before the file is first read: "If EXCLUSIVE
+        /// locking mode is set prior to the first WAL-mode database access, then SQLite never
+        /// attempts to call any of the shared-memory methods and hence no shared-memory wal-index
+        /// is ever created. In that case, the database connection remains in EXCLUSIVE mode as
+        /// long as the journal mode is WAL" (https://www.sqlite.org/wal.html#noshm). The one
+        /// connection holds the file's lock until it closes: no other process reads or writes it.
+        case walExclusive
+        /// A rollback journal (`journal_mode=DELETE`) with normal locking, for a file several
+        /// processes write in turn on a network filesystem: it needs only the filesystem's POSIX
+        /// locks, not shared memory (https://www.sqlite.org/useovernet.html).
+        case rollback
+    }
+
     /// `missing` is the message when a read-only open finds no file. `pageSize` applies to a new
     /// file only: SQLite fixes it when the file gets its first table, and WAL mode (switched on
     /// below, after it) cannot change it.
-    static func open(path: String, readOnly: Bool, missing: String, synchronousFull: Bool = true, cacheKiB: Int? = nil,
-                     pageSize: Int? = nil, busyTimeout: TimeInterval) throws -> DatabaseQueue {
+    ///
+    /// `readOnly` with a journal other than `.wal` still opens the file for writing, without
+    /// creating it: taking the exclusive lock, or leaving WAL mode, writes to it.
+    static func open(path: String, readOnly: Bool, missing: String, journal: Journal = .wal, synchronousFull: Bool = true,
+                     cacheKiB: Int? = nil, pageSize: Int? = nil, busyTimeout: TimeInterval) throws -> DatabaseQueue {
         if readOnly {
             guard FileManager.default.fileExists(atPath: path) else { throw StateError(path: path, message: missing) }
         } else {
@@ -27,8 +48,10 @@ enum SQLiteFile {
             }
         }
         var config = Configuration()
-        config.readonly = readOnly
+        config.readonly = readOnly && journal == .wal
         config.prepareDatabase { db in
+            // Before anything reads the file: a WAL file read in normal locking mode gets its -shm.
+            if journal != .wal { try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE") }
             try db.execute(sql: synchronousFull ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL")
             if let pageSize, !readOnly { try db.execute(sql: "PRAGMA page_size = \(pageSize)") }
             if let cacheKiB { try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)") }
@@ -39,8 +62,28 @@ enum SQLiteFile {
             }
         }
         config.busyMode = .timeout(busyTimeout)
-        let db = try DatabaseQueue(path: path, configuration: config)
-        if !readOnly { try enableWAL(db) }
+        let db: DatabaseQueue
+        do {
+            // Opening reads the file (GRDB checks it is a database), which takes the exclusive lock.
+            db = try DatabaseQueue(path: path, configuration: config)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY && journal == .walExclusive {
+            throw StateError(path: path, message: "another process has this file open: with state.network_filesystem: exclusive a "
+                             + "herald run holds its state file for as long as it runs, and herald status and herald report read it "
+                             + "only between runs", sqliteCode: error.resultCode.primaryResultCode.rawValue)
+        }
+        switch journal {
+        case .wal, .walExclusive:
+            if !readOnly { try enableWAL(db) }
+        case .rollback:
+            // Leaving WAL (a file made before the directory was on this volume) checkpoints it
+            // under the exclusive lock, without a -shm; then back to normal locking, released on
+            // the next read (https://sqlite.org/pragma.html#pragma_locking_mode).
+            try db.writeWithoutTransaction { db in
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+                _ = try String.fetchOne(db, sql: "PRAGMA locking_mode = NORMAL")
+                _ = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sqlite_master")
+            }
+        }
         return db
     }
 

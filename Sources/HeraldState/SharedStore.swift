@@ -4,8 +4,9 @@ import GRDB
 /// `herald-shared.sqlite`, beside the campaign state files: what several campaigns sharing a state
 /// directory must agree on (the silent-push ledger, the frequency-cap ledger, the suppression list of dead tokens).
 ///
-/// Campaigns run as separate processes, possibly at the same time, so the file is in WAL mode with
-/// a busy timeout, and every write is one short transaction. Created 0600 like the state files.
+/// Campaigns run as separate processes, possibly at the same time, so the file is in WAL mode (a
+/// rollback journal on a network volume: StateVolume) with a busy timeout, and every write is one
+/// short transaction. Created 0600 like the state files.
 public final class SharedStore: SQLiteStore, Sendable {
     public static let fileName = "herald-shared.sqlite"
 
@@ -13,16 +14,19 @@ public final class SharedStore: SQLiteStore, Sendable {
     let db: DatabaseQueue
 
     /// The shared store of the state directory that holds `statePath`.
-    public convenience init(besideStateFile statePath: String, readOnly: Bool = false) throws(StateError) {
+    public convenience init(besideStateFile statePath: String, readOnly: Bool = false, volume: StateVolume = .local) throws(StateError) {
         let dir = (statePath as NSString).deletingLastPathComponent
-        try self.init(path: ((dir.isEmpty ? "." : dir) as NSString).appendingPathComponent(Self.fileName), readOnly: readOnly)
+        try self.init(path: ((dir.isEmpty ? "." : dir) as NSString).appendingPathComponent(Self.fileName), readOnly: readOnly, volume: volume)
     }
 
-    public init(path: String, readOnly: Bool = false) throws(StateError) {
+    /// `volume`: on a network filesystem the file keeps a rollback journal instead of WAL, so the
+    /// campaigns of the directory still take turns at it (StateVolume).
+    public init(path: String, readOnly: Bool = false, volume: StateVolume = .local) throws(StateError) {
         self.path = path
         do {
             // Another campaign may hold the write lock for one short transaction.
-            db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no shared state file yet", busyTimeout: 30)
+            db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no shared state file yet", journal: volume.sharedJournal,
+                                     busyTimeout: 30)
             if !readOnly {
                 // Campaigns starting together may both find a migration unapplied (GRDB reads the
                 // applied list before the migration's own transaction); the loser's CREATE fails

@@ -24,7 +24,8 @@ public final class StateStore: SQLiteStore, Sendable {
     /// The SQLite library in use, "3.40.1" (https://sqlite.org/c3ref/libversion.html).
     public static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
 
-    public init(path: String, readOnly: Bool = false, durability: Durability = .full) throws(StateError) {
+    /// `volume`: how the state directory's filesystem lets SQLite share the file (StateVolume).
+    public init(path: String, readOnly: Bool = false, durability: Durability = .full, volume: StateVolume = .local) throws(StateError) {
         self.path = path
         do {
             // A bounded page cache (8 MiB). Appends, the claim index and the report scan are all
@@ -35,7 +36,7 @@ public final class StateStore: SQLiteStore, Sendable {
             // bulk, and half as many pages is half the per-page work (WAL frames, page reads,
             // B-tree balancing). Larger pages gain nothing more.
             db = try SQLiteFile.open(path: path, readOnly: readOnly, missing: "no state file yet: the campaign has never run",
-                                     synchronousFull: durability == .full, cacheKiB: 8192, pageSize: 8192, busyTimeout: 5)
+                                     journal: volume.stateJournal, synchronousFull: durability == .full, cacheKiB: 8192, pageSize: 8192, busyTimeout: 5)
             if !readOnly {
                 try StateSchema.migrator.migrate(db)
             } else if try db.read({ db in try !StateSchema.migrator.hasCompletedMigrations(db) }) {

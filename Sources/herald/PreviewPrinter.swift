@@ -24,8 +24,10 @@ final class PreviewPrinter {
         let started = Date(timeIntervalSince1970: Double(now))
         planner = spec.schedule.map { DuePlanner(spec: $0, period: $0.dailyPeriod(campaign: CampaignName(spec.campaign), runStarted: started)) }
         let shared = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
+        // A state directory on a network filesystem the job has not accepted is not read: the preview goes without the ledger.
+        let volume = try? StateVolume(job: spec)
         ledger = spec.throttle.frequencyCap != nil && FileManager.default.fileExists(atPath: shared)
-            ? try? SharedStore(path: shared, readOnly: true) : nil
+            ? volume.flatMap { try? SharedStore(path: shared, readOnly: true, volume: $0) } : nil
     }
 
     func printJob() {

@@ -40,12 +40,14 @@ public enum ProcessRunner {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
-    /// The `herald` binary built by `swift build` (debug), which `make test` builds first;
-    /// `HERALD_BINARY` names another (a build with its own `--scratch-path`).
+    /// The `herald` binary `HERALD_BINARY` names, else the one built beside the running tests
+    /// (`swift build --build-tests`, which `make test` runs first; with `--scratch-path` that is
+    /// the scratch path's), else the one in `.build/debug` or `.build/release`.
     public static var heraldBinary: String {
         if let named = ProcessInfo.processInfo.environment["HERALD_BINARY"], !named.isEmpty { return named }
+        let beside = Bundle.main.executableURL.map { $0.deletingLastPathComponent().appendingPathComponent("herald").path }
         let candidates = [".build/debug/herald", ".build/release/herald"].map { packageRoot.appendingPathComponent($0).path }
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+        return ([beside].compactMap { $0 } + candidates).first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
     }
 }
 
