@@ -28,6 +28,8 @@ import Glibc
         DeliveryEvent.line(e, shard: nil, into: &out)
         let o = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
         #expect(o["token"] is NSNull && o["channel_id"] as? String == "bWF0Y2gtNDI=" && o["type"] as? String == "sent")
+        // docs/events.md: what the recipient does not have is null, not "".
+        #expect(o["recipient_id"] is NSNull && o["reason"] is NSNull, "\(o)")
     }
 
     @Test func aLineIsOneJSONObjectWithEveryKey() throws {

@@ -34,6 +34,9 @@ import Testing
         #expect(first["file"] as? String == "a, \"b\".csv" && first["line"] as? Int == 2 && first["latency_ms"] as? Int == 10)
         #expect(first["apns_unique_id"] as? String == "uniq-0" && first["invalidated_at"] is NSNull)
         #expect(Set(first.keys) == Set(ReportWriter.deliveriesColumns), "the NDJSON keys are the CSV columns")
+        // docs/reports.md: empty values null (a sent push has no reason), never "".
+        #expect(first["status"] as? String == "sent" && first["reason"] is NSNull, "\(first)")
+        #expect(!ndjson.contains { $0.contains("\"\"") }, "no empty string in deliveries.ndjson")
 
         #expect(try lines(fx.dir.file("out/unregistered.csv")) == [
             "token,reason,invalidated_at,recipient_id,file,line,apns_id",
