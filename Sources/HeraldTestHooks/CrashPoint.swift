@@ -7,7 +7,10 @@ import Synchronization
 /// cannot hit a window of a few milliseconds by timing. With `HERALD_TEST_STALL_AT=ingest:3`
 /// (or `send:2`, `report:1`) herald, on reaching the third ingest commit (second send commit,
 /// first report file), writes `herald-test: stalled at ingest:3` to stderr and stops there
-/// forever, so the test kills it at exactly that point. Nothing else changes behaviour.
+/// forever, so the test kills it at exactly that point. With `HERALD_TEST_RELEASE_FILE=<path>` too,
+/// it writes `herald-test: held at ingest:3` instead and goes on once that file exists, so a test
+/// can make two runs overlap for certain (start the second while the first is held). Nothing else
+/// changes behaviour.
 public enum CrashPoint: String, Sendable {
     /// After an audience batch and its checkpoint are committed.
     case ingest
@@ -35,6 +38,11 @@ public enum CrashPoint: String, Sendable {
             return counts[self]!
         }
         guard count == n else { return }
+        if let release = ProcessInfo.processInfo.environment["HERALD_TEST_RELEASE_FILE"], !release.isEmpty {
+            FileHandle.standardError.write(Data("herald-test: held at \(rawValue):\(n)\n".utf8))
+            while !FileManager.default.fileExists(atPath: release) { usleep(10_000) }
+            return
+        }
         FileHandle.standardError.write(Data("herald-test: stalled at \(rawValue):\(n)\n".utf8))
         while true { pause() }
     }

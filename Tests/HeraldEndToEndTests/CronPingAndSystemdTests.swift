@@ -142,11 +142,25 @@ import Glibc
         #expect(receiver.all.filter { $0.contains("READY=1") }.count == 1)
     }
 
-    @Test func withoutNotifySocketNothingIsSent() throws {
+    /// sd_notify takes an absolute path or an abstract name ("@…") only: with NOTIFY_SOCKET unset,
+    /// empty, or a relative path, nothing is sent. A socket is bound at that relative path in the
+    /// run's working directory, so a notifier that took it would be seen.
+    @Test func withoutAUsableNotifySocketNothingIsSent() throws {
+        let path = try job("no-notify", rows: tokens(1...3))
+        let receiver = try DatagramReceiver(path: dir.file("notify.sock"))
+        defer { receiver.close() }
+        for value in [nil, "", "notify.sock"] as [String?] {
+            var env = ProcessInfo.processInfo.environment
+            env["NOTIFY_SOCKET"] = value
+            let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path, "--new-run"], cwd: dir.path, environment: env)
+            #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        }
+        #expect(receiver.wait(timeout: 1) { _ in true } == nil, "nothing reached the socket: \(receiver.all)")
+        // The same socket by its absolute path gets READY=1: the receiver can hear a notifier.
         var env = ProcessInfo.processInfo.environment
-        env["NOTIFY_SOCKET"] = nil
-        let r = try herald(["run", try job("no-notify", rows: tokens(1...3))], environment: env)
-        #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
+        env["NOTIFY_SOCKET"] = dir.file("notify.sock")
+        #expect(try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path, "--new-run"], cwd: dir.path, environment: env).status == 0)
+        #expect(receiver.wait(timeout: 5) { $0.contains("READY=1") } != nil, "\(receiver.all)")
     }
 }
 

@@ -38,11 +38,15 @@ import Testing
     @Test func twoCampaignsAtOnceNeverBothReachADevice() throws {
         try dir.write("data/audience.csv", "token\n" + (1...Self.count).map { String(format: "%064x", $0) }.joined(separator: "\n") + "\n")
         let a = try job("spring-sale"), b = try job("weekly-news")
-        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", a])
-        let second = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", b])
+        // The overlap is made certain: the first run holds right after its first batch took its
+        // slots (before those pushes leave) while the second runs whole, then goes on.
+        let env = ["HERALD_TEST_STALL_AT": "ledger:1", "HERALD_TEST_RELEASE_FILE": dir.file("release-spring-sale")]
+        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", a], watch: .stderr, environment: env)
+        _ = try first.waitForLine(containing: "herald-test: held at ledger:1")
+        let second = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", b], cwd: "/")
+        try dir.write("release-spring-sale", "")
         first.process.waitUntilExit()
-        second.process.waitUntilExit()
-        #expect(first.process.terminationStatus == 0 && second.process.terminationStatus == 0)
+        #expect(first.process.terminationStatus == 0 && second.status == 0, "\(second.stdout)\(second.stderr)")
         let sentA = try tokens(in: "spring-sale"), sentB = try tokens(in: "weekly-news")
         #expect(!sentA.isEmpty && !sentB.isEmpty, "both ran at the same time: \(sentA.count) and \(sentB.count)")
         #expect(Set(sentA).isDisjoint(with: sentB), "no device got two pushes")

@@ -3,7 +3,8 @@ import HeraldTestSupport
 import Testing
 
 private let bindfs = ["/usr/bin/bindfs", "/usr/local/bin/bindfs"].first { FileManager.default.isExecutableFile(atPath: $0) }
-private let canMountFUSE = bindfs != nil && geteuid() == 0 && FileManager.default.fileExists(atPath: "/dev/fuse")
+private let fuse = Prerequisite(bindfs != nil && geteuid() == 0 && FileManager.default.fileExists(atPath: "/dev/fuse"),
+                                "root, /dev/fuse and bindfs (apt-get install -y bindfs) for a real FUSE mount")
 
 /// A state directory on a network filesystem (`state.network_filesystem`), on the built binary
 /// against the simulator. No NFS can be mounted here: `HERALD_TEST_FILESYSTEM` makes herald take
@@ -106,12 +107,9 @@ private let canMountFUSE = bindfs != nil && geteuid() == 0 && FileManager.defaul
         #expect(done.status == 0 && done.stdout.contains("300 sent"), "\(done.stdout)\(done.stderr)")
     }
 
-    /// Outside CI a machine without the prerequisites skips it, saying why; under CI (`CI=true`,
-    /// where `make test` installs bindfs as root) a missing one fails it.
-    @Test(.enabled(if: canMountFUSE || ProcessInfo.processInfo.environment["CI"] == "true",
-                   "needs root, /dev/fuse and bindfs (apt-get install -y bindfs): no real FUSE mount tested"))
+    @Test(.enabled(if: fuse.runs, fuse.skipReason))
     func aRealFUSEMountIsRefusedAndTakesAnExclusiveRunToTheEndThroughAKill() throws {
-        try #require(canMountFUSE, "CI=true: a real FUSE mount needs root, /dev/fuse and the Debian package bindfs")
+        try fuse.require()
         try writeAudience()
         let mount = try FUSEMount(dir.file("backing"), at: dir.file("state"))
         let refused = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", try job("fuse", exclusive: false)])

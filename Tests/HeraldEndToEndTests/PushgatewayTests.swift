@@ -8,6 +8,7 @@ import Testing
 /// campaign (and shard), and the group stays after the run with its exit code.
 @Suite(.serialized) struct PushgatewayTests {
     static let binary = ["/usr/bin/prometheus-pushgateway", "/usr/local/bin/pushgateway"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    static let gatewayInstalled = Prerequisite(binary != nil, "prometheus-pushgateway (apt-get install -y prometheus-pushgateway)")
     let dir = TemporaryDirectory("e2e-pushgateway")
 
     /// A gateway on a free port; stopped with SIGTERM by `BackgroundProcess`.
@@ -61,8 +62,9 @@ import Testing
             """)
     }
 
-    @Test(.enabled(if: binary != nil, "prometheus-pushgateway is not installed (apt-get install -y prometheus-pushgateway)"))
+    @Test(.enabled(if: gatewayInstalled.runs, gatewayInstalled.skipReason))
     func theGroupCarriesTheRunsFiguresAndStaysAfterIt() throws {
+        try Self.gatewayInstalled.require()
         let (gateway, url) = try startGateway()
         defer { _ = gateway.stop() }
 
@@ -91,8 +93,9 @@ import Testing
     }
 
     /// While the run goes, the group says so (pushed every --metrics-interval).
-    @Test(.enabled(if: binary != nil, "prometheus-pushgateway is not installed"))
+    @Test(.enabled(if: gatewayInstalled.runs, gatewayInstalled.skipReason))
     func aRunningCampaignIsPushedPeriodically() throws {
+        try Self.gatewayInstalled.require()
         let (gateway, url) = try startGateway()
         defer { _ = gateway.stop() }
         let slow = try job("pg-slow", tokens: 600, simulator: ", latency_ms: 50")

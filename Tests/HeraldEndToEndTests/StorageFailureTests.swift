@@ -2,7 +2,8 @@ import Foundation
 import HeraldTestSupport
 import Testing
 
-private let canMountTmpfs = geteuid() == 0 && FileManager.default.fileExists(atPath: "/bin/mount")
+private let tmpfs = Prerequisite(geteuid() == 0 && FileManager.default.fileExists(atPath: "/bin/mount"),
+                                 "root and /bin/mount (the Debian package mount) to mount a tmpfs")
 
 /// A full disk under the state file is the disk's fault, not the job's: `herald run` exits 4 at
 /// every stage with a message naming the file and the disk, loses nothing it recorded, and the
@@ -11,7 +12,7 @@ private let canMountTmpfs = geteuid() == 0 && FileManager.default.fileExists(atP
 ///
 /// The state file lives on a real tmpfs of a few MiB mounted for the test (root only: mounting
 /// needs CAP_SYS_ADMIN; CI runs as root).
-@Suite(.serialized, .enabled(if: canMountTmpfs, "mounting a tmpfs needs root"))
+@Suite(.serialized, .enabled(if: tmpfs.runs, tmpfs.skipReason))
 struct StorageFailureTests {
     let dir = TemporaryDirectory("e2e-disk")
 
@@ -75,6 +76,7 @@ struct StorageFailureTests {
     }
 
     @Test func aFullDiskWhileTheAudienceIsRecordedExits4AndTheRerunSendsEveryoneOnce() throws {
+        try tmpfs.require()
         try TwoFileAudience.write(in: dir)
         let disk = try SmallDisk(at: dir.file("disk"), megabytes: 1)
         let job = try writeJob(name: "ingest-full")
@@ -94,6 +96,7 @@ struct StorageFailureTests {
     }
 
     @Test func aFullDiskWhileSendingExits4AndTheRerunSendsEachTokenOnce() throws {
+        try tmpfs.require()
         try TwoFileAudience.write(in: dir)
         let disk = try SmallDisk(at: dir.file("disk"), megabytes: 256)
         // Slow enough that the disk fills with most of the campaign still to send.

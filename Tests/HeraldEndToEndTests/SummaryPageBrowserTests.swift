@@ -17,8 +17,11 @@ import Testing
                                                "--user-data-dir=\(dir.file("profile"))"] + args)
     }
 
-    @Test(.enabled(if: chromium != nil, "Chromium is not installed (apt-get install -y chromium): summary.html not checked in a browser"))
+    static let browserInstalled = Prerequisite(chromium != nil, "Chromium (apt-get install -y chromium) to check summary.html in a browser")
+
+    @Test(.enabled(if: browserInstalled.runs, browserInstalled.skipReason))
     func summaryPageRendersTitleTotalsAndChartsInChromium() throws {
+        try Self.browserInstalled.require()
         var rows = ["id,token"]
         for i in 1...30 { rows.append("u\(i),\(String(format: "%064x", i))") }
         for i in 1...3 { rows.append("d\(i),dead\(String(format: "%060x", i))") }

@@ -77,8 +77,12 @@ import Testing
         let c = try run.claim(limit: 2, maxAttempts: 3)
         try run.record(c.map { AttemptOutcome(seq: $0.seq, status: .sent, httpStatus: 200) })
         #expect(try store.eventsWaiting(after: 0) == 0)
-        let reopened = try StateStore(path: store.path)
-        #expect(try reopened.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_temp_master WHERE type = 'trigger'") }.isEmpty, "the triggers live on the connection that made them only")
+        // TEMP triggers live on the connection that made them: asked on the writer itself, which
+        // has them once capture is on (the same question on a capturing store finds both).
+        let triggers = "SELECT name FROM sqlite_temp_master WHERE type = 'trigger' ORDER BY name"
+        #expect(try store.write { db in try String.fetchAll(db, sql: triggers) }.isEmpty)
+        let (capturing, _) = try started("on", count: 1)
+        #expect(try capturing.write { db in try String.fetchAll(db, sql: triggers) } == ["event_on_final_insert", "event_on_outcome"])
     }
 
     @Test func suppressionVanishingAndGivingUpWriteEventsToo() throws {
