@@ -59,6 +59,7 @@ struct h2_stream {
     int32_t status;
     int ended;
     int cancelled;
+    int answer_dropped;   // the answer's body arrived and no memory could be had for it
     uint16_t apns_id_len, unique_id_len;
     char apns_id[48];
     char unique_id[48];
@@ -83,6 +84,7 @@ struct h2_conn {
     char goaway_debug[256];
     size_t goaway_debug_len;
     int failed;
+    int out_of_memory;   // nghttp2 failed for want of memory (the connection failed with it)
     int settings_received;
     // Frames nghttp2 produced and TLS has not taken yet (SSL_write wants the same bytes again).
     uint8_t out[OUT_CAPACITY];
@@ -90,6 +92,8 @@ struct h2_conn {
     // nghttp2_session_mem_send's last chunk, when it did not fit into `out`.
     const uint8_t *spill;
     size_t spill_len;
+    // Room for an answer is reserved when a request is submitted (answers_count + open <= answers_cap
+    // always), so a stream ending never needs memory to be answered.
     h2_answer *answers;
     size_t answers_count, answers_cap;
     uint8_t in[READ_CHUNK];
@@ -152,14 +156,21 @@ static void pipe_guard_end(pipe_guard *g) {
 
 // ---------- answers ----------
 
+// Room for the answers of every stream listed and one more; 0, or -1 without the memory.
+static int reserve_answer(h2_conn *c) {
+    size_t need = c->answers_count + (size_t)c->open + 1;
+    if (need <= c->answers_cap) return 0;
+    size_t cap = c->answers_cap ? c->answers_cap * 2 : 64;
+    if (cap < need) cap = need;
+    h2_answer *a = h2_realloc(c->answers, cap * sizeof *a);
+    if (!a) return -1;
+    c->answers = a;
+    c->answers_cap = cap;
+    return 0;
+}
+
+// Within the room reserve_answer made when the stream's request was submitted.
 static h2_answer *add_answer(h2_conn *c) {
-    if (c->answers_count == c->answers_cap) {
-        size_t cap = c->answers_cap ? c->answers_cap * 2 : 64;
-        h2_answer *a = realloc(c->answers, cap * sizeof *a);
-        if (!a) return NULL;
-        c->answers = a;
-        c->answers_cap = cap;
-    }
     h2_answer *a = &c->answers[c->answers_count++];
     memset(a, 0, sizeof *a);
     return a;
@@ -172,26 +183,26 @@ static void unlink_stream(h2_conn *c, struct h2_stream *s) {
 }
 
 // The stream is over: its answer (or its absence) goes to the caller, its memory back.
+// An answer whose body could not be kept is no answer: it is lost (the request may have been
+// processed), to be resent with its apns-id like any other.
 static void finish(h2_conn *c, struct h2_stream *s, uint32_t code, int lost, int not_sent) {
+    if (s->answer_dropped && !not_sent) lost = 1;
     h2_answer *a = add_answer(c);
-    if (a) {
-        a->cookie = s->cookie;
-        a->stream_id = s->stream_id;
-        a->status = s->status;
-        a->complete = s->ended && s->status > 0 && !lost;
-        a->cancelled = s->cancelled;
-        a->reset_code = code;
-        a->lost = lost;
-        a->not_sent = not_sent;
-        a->apns_id_len = s->apns_id_len;
-        memcpy(a->apns_id, s->apns_id, s->apns_id_len);
-        a->unique_id_len = s->unique_id_len;
-        memcpy(a->unique_id, s->unique_id, s->unique_id_len);
-        a->body = s->answer;
-        a->body_len = s->answer_len;
-        s->answer = NULL;
-    }
-    free(s->answer);
+    a->cookie = s->cookie;
+    a->stream_id = s->stream_id;
+    a->status = s->status;
+    a->complete = s->ended && s->status > 0 && !lost;
+    a->cancelled = s->cancelled;
+    a->reset_code = code;
+    a->lost = lost;
+    a->not_sent = not_sent;
+    a->no_memory = s->answer_dropped;
+    a->apns_id_len = s->apns_id_len;
+    memcpy(a->apns_id, s->apns_id, s->apns_id_len);
+    a->unique_id_len = s->unique_id_len;
+    memcpy(a->unique_id, s->unique_id, s->unique_id_len);
+    a->body = s->answer;
+    a->body_len = s->answer_len;
     free(s->body);
     unlink_stream(c, s);
     free(s);
@@ -233,8 +244,13 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data, size_t len, void *user_data) {
     (void)flags; (void)user_data;
     struct h2_stream *s = nghttp2_session_get_stream_user_data(session, stream_id);
-    if (!s || s->answer_len >= ANSWER_BODY_MAX) return 0;
-    if (!s->answer && !(s->answer = malloc(ANSWER_BODY_MAX))) return 0;
+    if (!s || s->answer_dropped || s->answer_len >= ANSWER_BODY_MAX) return 0;
+    if (!s->answer && !(s->answer = h2_malloc(ANSWER_BODY_MAX))) {
+        // The stream goes on (failing the callback would fail the whole session): finish answers
+        // it as lost.
+        s->answer_dropped = 1;
+        return 0;
+    }
     size_t n = len < ANSWER_BODY_MAX - s->answer_len ? len : ANSWER_BODY_MAX - s->answer_len;
     memcpy(s->answer + s->answer_len, data, n);
     s->answer_len += n;
@@ -490,9 +506,16 @@ static int tls_handshake(h2_conn *c, SSL_CTX *ctx, const char *host, int64_t dea
     return 0;
 }
 
+// nghttp2's allocations for a connection, through this library's (internal.h), so a test can fail them.
+static void *mem_malloc(size_t size, void *user) { (void)user; return h2_malloc(size); }
+static void mem_free(void *p, void *user) { (void)user; free(p); }
+static void *mem_calloc(size_t count, size_t size, void *user) { (void)user; return h2_calloc(count, size); }
+static void *mem_realloc(void *p, size_t size, void *user) { (void)user; return h2_realloc(p, size); }
+
 static int start_session(h2_conn *c) {
     nghttp2_session_callbacks *cb;
-    if (nghttp2_session_callbacks_new(&cb) != 0) return -1;
+    // NGHTTP2_ERR_NOMEM is the one failure nghttp2_session_callbacks_new documents.
+    if (nghttp2_session_callbacks_new(&cb) != 0) return NGHTTP2_ERR_NOMEM;
     REAL(nghttp2_session_callbacks_set_on_header_callback)(cb, on_header);
     REAL(nghttp2_session_callbacks_set_on_stream_close_callback)(cb, on_close);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
@@ -503,7 +526,9 @@ static int start_session(h2_conn *c) {
     nghttp2_option *option;
     if (nghttp2_option_new(&option) != 0) { nghttp2_session_callbacks_del(cb); return NGHTTP2_ERR_NOMEM; }
     nghttp2_option_set_no_closed_streams(option, 1);
-    int rv = REAL(nghttp2_session_client_new2)(&c->session, cb, c, option);
+    // Static: it must outlive the session, which uses it until nghttp2_session_del.
+    static nghttp2_mem mem = { NULL, mem_malloc, mem_free, mem_calloc, mem_realloc };
+    int rv = REAL(nghttp2_session_client_new3)(&c->session, cb, c, option, &mem);
     nghttp2_option_del(option);
     nghttp2_session_callbacks_del(cb);
     if (rv != 0) return rv;
@@ -516,10 +541,11 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
                     int timeout_ms, int keepalive_seconds, h2_error_kind *kind, char *err, size_t errlen) {
     *kind = H2_OK;
     int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
-    h2_conn *c = calloc(1, sizeof *c);
+    h2_conn *c = h2_calloc(1, sizeof *c);
     if (!c) { *kind = H2_ERR_MEMORY; set_err(err, errlen, "out of memory%s", ""); return NULL; }
     c->fd = -1;
-    c->authority = strdup(authority);
+    c->authority = h2_strdup(authority);
+    if (!c->authority) { *kind = H2_ERR_MEMORY; set_err(err, errlen, "out of memory%s", ""); h2_close(c); return NULL; }
     c->authority_len = strlen(authority);
     c->fd = proxy ? tcp_connect(proxy->host, proxy->port, deadline, keepalive_seconds, kind, err, errlen)
                   : tcp_connect(host, port, deadline, keepalive_seconds, kind, err, errlen);
@@ -542,7 +568,7 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
     }
     int rv = start_session(c);
     if (rv != 0) {
-        *kind = H2_ERR_PROTOCOL;
+        *kind = rv == NGHTTP2_ERR_NOMEM ? H2_ERR_MEMORY : H2_ERR_PROTOCOL;
         set_err(err, errlen, "nghttp2: %s", nghttp2_strerror(rv));
         h2_close(c);
         return NULL;
@@ -554,7 +580,7 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
     // requests above the real limit would only be refused.
     while (!c->settings_received) {
         if (h2_turn(c, err, errlen) != 0) {
-            *kind = H2_ERR_PROTOCOL;
+            *kind = c->out_of_memory ? H2_ERR_MEMORY : H2_ERR_PROTOCOL;
             h2_close(c);
             return NULL;
         }
@@ -596,11 +622,13 @@ int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const ui
         if (off > fields_len) return NGHTTP2_ERR_INVALID_ARGUMENT;
         nv[n++] = (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, nl, vl, flags };
     }
-    struct h2_stream *s = calloc(1, sizeof *s);
+    // Every failure below leaves nothing behind: the request is not listed and never leaves.
+    if (reserve_answer(c) != 0) return NGHTTP2_ERR_NOMEM;
+    struct h2_stream *s = h2_calloc(1, sizeof *s);
     if (!s) return NGHTTP2_ERR_NOMEM;
     s->cookie = cookie;
     if (body_len) {
-        if (!(s->body = malloc(body_len))) { free(s); return NGHTTP2_ERR_NOMEM; }
+        if (!(s->body = h2_malloc(body_len))) { free(s); return NGHTTP2_ERR_NOMEM; }
         memcpy(s->body, body, body_len);
     }
     s->body_len = body_len;
@@ -620,8 +648,11 @@ int h2_cancel(h2_conn *c, int32_t stream_id) {
     struct h2_stream *s = nghttp2_session_get_stream_user_data(c->session, stream_id);
     if (!s) s = find_waiting(c, stream_id);
     if (!s) return 0;
-    s->cancelled = 1;
-    return REAL(nghttp2_submit_rst_stream)(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    // Marked only once the reset is queued: without memory for it (NGHTTP2_ERR_NOMEM) the stream
+    // goes on, and the caller's next scan tries again.
+    int rv = REAL(nghttp2_submit_rst_stream)(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    if (rv == 0) s->cancelled = 1;
+    return rv;
 }
 
 // ---------- I/O ----------
@@ -638,13 +669,24 @@ static int fail(h2_conn *c, char *err, size_t errlen, const char *fmt, const cha
     return -1;
 }
 
+// A negative return of nghttp2_session_mem_recv or _mem_send ends the session: each error they
+// document (NGHTTP2_ERR_NOMEM among them, https://nghttp2.org/documentation/nghttp2_session_mem_recv.html)
+// is fatal (nghttp2_is_fatal). Memory running out is told apart for the caller: H2_ERR_MEMORY.
+static int session_failed(h2_conn *c, char *err, size_t errlen, int code) {
+    if (code == NGHTTP2_ERR_NOMEM) {
+        c->out_of_memory = 1;
+        return fail(c, err, errlen, "connection lost: out of memory in HTTP/2 (%s)", nghttp2_strerror(code));
+    }
+    return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror(code));
+}
+
 static int read_all(h2_conn *c, char *err, size_t errlen) {
     for (;;) {
         ERR_clear_error();
         int n = SSL_read(c->ssl, c->in, sizeof c->in);
         if (n > 0) {
             ssize_t rv = nghttp2_session_mem_recv(c->session, c->in, (size_t)n);
-            if (rv < 0) return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror((int)rv));
+            if (rv < 0) return session_failed(c, err, errlen, (int)rv);
             continue;
         }
         int e = SSL_get_error(c->ssl, n);
@@ -691,7 +733,7 @@ static int write_all(h2_conn *c, char *err, size_t errlen) {
         while (c->out_len < OUT_CAPACITY) {
             const uint8_t *data;
             ssize_t n = nghttp2_session_mem_send(c->session, &data);
-            if (n < 0) return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror((int)n));
+            if (n < 0) return session_failed(c, err, errlen, (int)n);
             if (n == 0) break;
             size_t room = OUT_CAPACITY - c->out_len;
             size_t take = (size_t)n < room ? (size_t)n : room;

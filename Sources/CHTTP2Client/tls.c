@@ -20,12 +20,16 @@ struct h2_tls {
 
 SSL_CTX *h2_tls_context(h2_tls *tls) { return tls->ctx; }
 
-static h2_tls *failed(SSL_CTX *ctx, char *err, size_t errlen, const char *what) {
+// Not "TLS trust:": herald reads that label as "the server's certificate did not verify" and stops
+// the run (PushOutcome.isTrustFailure); here no server has been asked yet. Our own material that
+// cannot be used is H2_ERR_TLS_SETUP; OpenSSL out of memory is H2_ERR_MEMORY.
+static h2_tls *failed(SSL_CTX *ctx, h2_error_kind *kind, char *err, size_t errlen, const char *what) {
     unsigned long e = ERR_get_error();
     char detail[256] = "no detail from OpenSSL";
     if (e) ERR_error_string_n(e, detail, sizeof detail);
     ERR_clear_error();
-    if (err && errlen) snprintf(err, errlen, "TLS trust: %s (%s)", what, detail);
+    *kind = ERR_GET_REASON(e) == ERR_R_MALLOC_FAILURE ? H2_ERR_MEMORY : H2_ERR_TLS_SETUP;
+    if (err && errlen) snprintf(err, errlen, "%s (%s)", what, detail);
     SSL_CTX_free(ctx);
     return NULL;
 }
@@ -89,10 +93,11 @@ static int use_p12_identity(SSL_CTX *ctx, const h2_tls_options *o) {
     return ok;
 }
 
-h2_tls *h2_tls_new(const h2_tls_options *o, char *err, size_t errlen) {
+h2_tls *h2_tls_new(const h2_tls_options *o, h2_error_kind *kind, char *err, size_t errlen) {
+    *kind = H2_OK;
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx) return failed(NULL, err, errlen, "cannot create a TLS context");
+    if (!ctx) return failed(NULL, kind, err, errlen, "cannot create a TLS context");
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
@@ -104,27 +109,32 @@ h2_tls *h2_tls_new(const h2_tls_options *o, char *err, size_t errlen) {
     // which is why its handles keep read-ahead off).
     SSL_CTX_set_read_ahead(ctx, 1);
     if (o->ca_file) {
-        if (SSL_CTX_load_verify_locations(ctx, o->ca_file, NULL) != 1) return failed(ctx, err, errlen, "cannot read the CA file");
+        if (SSL_CTX_load_verify_locations(ctx, o->ca_file, NULL) != 1) return failed(ctx, kind, err, errlen, "cannot read the CA file");
     } else if (o->ca_pem) {
-        if (add_pem_trust(ctx, o->ca_pem, o->ca_pem_len) == 0) return failed(ctx, err, errlen, "no certificate in the CA text");
+        if (add_pem_trust(ctx, o->ca_pem, o->ca_pem_len) == 0) return failed(ctx, kind, err, errlen, "no certificate in the CA text");
     } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
-        return failed(ctx, err, errlen, "cannot load the system's trust store");
+        return failed(ctx, kind, err, errlen, "cannot load the system's trust store");
     }
     if (o->cert_file) {
-        if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1) return failed(ctx, err, errlen, "cannot use the client certificate file");
+        if (SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1) return failed(ctx, kind, err, errlen, "cannot use the client certificate file");
         if (o->password) SSL_CTX_set_default_passwd_cb_userdata(ctx, (void *)o->password);
-        if (SSL_CTX_use_PrivateKey_file(ctx, o->key_file, SSL_FILETYPE_PEM) != 1) return failed(ctx, err, errlen, "cannot use the client key file");
+        if (SSL_CTX_use_PrivateKey_file(ctx, o->key_file, SSL_FILETYPE_PEM) != 1) return failed(ctx, kind, err, errlen, "cannot use the client key file");
         SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
     } else if (o->cert_pem) {
-        if (!use_pem_identity(ctx, o)) return failed(ctx, err, errlen, "cannot use the client certificate or its key");
+        if (!use_pem_identity(ctx, o)) return failed(ctx, kind, err, errlen, "cannot use the client certificate or its key");
     } else if (o->p12) {
-        if (!use_p12_identity(ctx, o)) return failed(ctx, err, errlen, "cannot use the PKCS#12 client certificate");
+        if (!use_p12_identity(ctx, o)) return failed(ctx, kind, err, errlen, "cannot use the PKCS#12 client certificate");
     }
     if ((o->cert_file || o->cert_pem || o->p12) && SSL_CTX_check_private_key(ctx) != 1) {
-        return failed(ctx, err, errlen, "the client key does not match the certificate");
+        return failed(ctx, kind, err, errlen, "the client key does not match the certificate");
     }
-    h2_tls *tls = malloc(sizeof *tls);
-    if (!tls) { SSL_CTX_free(ctx); return NULL; }
+    h2_tls *tls = h2_malloc(sizeof *tls);
+    if (!tls) {
+        *kind = H2_ERR_MEMORY;
+        if (err && errlen) snprintf(err, errlen, "out of memory");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
     tls->ctx = ctx;
     return tls;
 }

@@ -41,8 +41,11 @@ final class Nghttp2TLS: @unchecked Sendable {
             if let password = identity.password { o.password = c(password) }
         }
         var err = [CChar](repeating: 0, count: 512)
-        guard let ctx = h2_tls_new(&o, &err, err.count) else {
-            throw .engine("cannot set up TLS: \(Nghttp2Worker.text(err))")
+        var kind = H2_OK
+        // Never a trust failure (H2_ERR_TLS_SETUP or H2_ERR_MEMORY): no server has been asked yet.
+        guard let ctx = h2_tls_new(&o, &kind, &err, err.count) else {
+            let why = Nghttp2Worker.text(err)
+            throw .engine(kind == H2_ERR_MEMORY ? "cannot set up TLS: out of memory: \(why)" : "cannot set up TLS: \(why)")
         }
         context = ctx
     }

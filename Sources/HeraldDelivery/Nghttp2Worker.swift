@@ -303,6 +303,7 @@ final class Nghttp2Worker: @unchecked Sendable {
     /// Why a request has no answer; each is resent with the same apns-id.
     static func noAnswer(_ a: h2_answer, lostWhy: String, timeoutMs: Int) -> String {
         if a.cancelled != 0 { return "no answer within the request timeout (\(timeoutMs) ms); the stream was reset" }
+        if a.no_memory != 0 { return "out of memory: APNs answered, but the answer could not be kept" }
         if a.lost != 0 { return lostWhy.isEmpty ? "connection lost" : lostWhy }
         if a.not_sent != 0 { return "the request never left: its connection was going away (GOAWAY)" }
         switch a.reset_code {

@@ -72,7 +72,8 @@ import Testing
             var o = h2_tls_options()
             o.ca_pem = p.baseAddress
             o.ca_pem_len = p.count
-            return h2_tls_new(&o, &err, err.count)
+            var kind = H2_OK
+            return h2_tls_new(&o, &kind, &err, err.count)
         })
         var kind = H2_OK
         let c = try #require(h2_connect(tls, "127.0.0.1", String(f.sim.port), "127.0.0.1:\(f.sim.port)", nil, 5_000, 60, &kind, &err, err.count))
@@ -125,5 +126,131 @@ import Testing
         #expect(answers[2]?.notSent == 1 && answers[3]?.notSent == 1, "\(answers)")
         #expect(f.sim.requestLog.entries().count == 1, "the two held back never reached the server")
         #expect(h2_open_streams(c.connection) == 0)
+    }
+
+    /// Memory runs out at each point of a batch (one allocation fails, or every one from there on):
+    /// by CHTTP2Client (the stream, its body, the room for its answer, the answer's body) or by
+    /// nghttp2 (its session's allocator is CHTTP2Client's). A request h2_submit refuses is refused
+    /// with NGHTTP2_ERR_NOMEM; every request it took is answered exactly once, none hangs, and the
+    /// connection then closes cleanly. Half the tokens are bad, so answers carry a body to keep.
+    @Test func everyRequestTakenIsAnsweredOnceWhenMemoryRunsOut() throws {
+        let batch = 12
+        let f = try StreamingSenderTests.Fixture {
+            $0.tokenRules.badTokenPrefixes = (1...batch).filter { $0 % 2 == 0 }.map { String(format: "%064x", $0) }
+        }
+        defer { try? f.sim.shutdown() }
+        let jwt = try f.token().current()
+        var refusedForMemory = 0, answersLostForMemory = 0, connectionsLostForMemory = 0, untouched = 0
+        for count in [1, -1] {
+            // From the first allocation on, until a batch runs with no failure: every point is tried.
+            var after = 0, done = false
+            while !done && after < 2_000 {
+                defer { after += 1 }
+                let c = try Self.connect(f)
+                h2_test_fail_allocs(after, count)
+                var taken = Set<UInt64>()
+                for i in 1...batch {
+                    let id = Self.submit(c.connection, i, jwt: jwt)
+                    if id > 0 { taken.insert(UInt64(i)); continue }
+                    #expect(id == -901 || id == -516, "NGHTTP2_ERR_NOMEM, or START_STREAM_NOT_ALLOWED once the connection failed: \(id)")
+                    if id == -901 { refusedForMemory += 1 }
+                }
+                var times: [UInt64: Int] = [:]
+                var state: Int32 = 0
+                var err = [CChar](repeating: 0, count: 512)
+                let deadline = Date().addingTimeInterval(10)
+                while Date() < deadline {
+                    var p = pollfd(fd: h2_fd(c.connection), events: Int16(POLLIN), revents: 0)
+                    _ = poll(&p, 1, 20)
+                    state = h2_turn(c.connection, &err, err.count)
+                    var n = 0
+                    if let a = h2_answers(c.connection, &n) {
+                        for i in 0..<n {
+                            times[a[i].cookie, default: 0] += 1
+                            if a[i].no_memory != 0 { answersLostForMemory += 1; #expect(a[i].lost == 1 && a[i].complete == 0) }
+                        }
+                    }
+                    h2_clear_answers(c.connection)
+                    if state != 0 || Set(times.keys) == taken { break }
+                }
+                if state < 0, String(cString: err).contains("out of memory") { connectionsLostForMemory += 1 }
+                if h2_test_failed_allocs() == 0 {
+                    untouched += 1
+                    done = true
+                }
+                #expect(Set(times.keys) == taken && times.values.allSatisfy { $0 == 1 },
+                        "after \(after), failing \(count): every request taken is answered once: \(times) of \(taken.sorted())")
+                #expect(h2_open_streams(c.connection) == 0)
+                // Closed with memory still failing: the GOAWAY it may not manage to send is not needed.
+                h2_close(c.connection)
+                h2_test_fail_allocs(0, 0)
+                h2_tls_free(c.tls)
+            }
+        }
+        // The failure points had each of these outcomes somewhere (the test reached what it tests).
+        #expect(refusedForMemory > 0 && answersLostForMemory > 0 && connectionsLostForMemory > 0 && untouched > 0,
+                "\(refusedForMemory) refused, \(answersLostForMemory) answers lost, \(connectionsLostForMemory) connections lost, \(untouched) untouched")
+    }
+
+    /// Memory running out while connecting ends in no connection and H2_ERR_MEMORY, never a hang.
+    @Test func memoryRunningOutWhileConnectingIsAMemoryFailure() throws {
+        let f = try StreamingSenderTests.Fixture()
+        defer { try? f.sim.shutdown() }
+        let ca = Array(f.sim.caCertificatePEM.utf8)
+        var err = [CChar](repeating: 0, count: 512)
+        var kind = H2_OK
+        let tls = try #require(ca.withUnsafeBufferPointer { p -> OpaquePointer? in
+            var o = h2_tls_options()
+            o.ca_pem = p.baseAddress
+            o.ca_pem_len = p.count
+            return h2_tls_new(&o, &kind, &err, err.count)
+        })
+        defer { h2_tls_free(tls) }
+        var failed = 0
+        // From the first allocation on, until h2_connect makes no more than `after`.
+        for after in 0..<2_000 {
+            h2_test_fail_allocs(after, -1)
+            let c = h2_connect(tls, "127.0.0.1", String(f.sim.port), "127.0.0.1:\(f.sim.port)", nil, 5_000, 60, &kind, &err, err.count)
+            let untouched = h2_test_failed_allocs() == 0
+            h2_test_fail_allocs(0, 0)
+            if let c {
+                h2_close(c)
+                if untouched { break }
+                continue
+            }
+            failed += 1
+            #expect(kind == H2_ERR_MEMORY, "after \(after): \(kind) \(String(cString: err))")
+        }
+        #expect(failed > 0)
+    }
+
+    /// Only the server's certificate failing verification is a trust failure (herald stops the run
+    /// on "TLS trust:"). A CA that cannot be used, or memory running out, while the TLS context is
+    /// built is not: no server has been asked.
+    @Test func aTLSContextThatCannotBeBuiltIsNotATrustFailure() throws {
+        var err = [CChar](repeating: 0, count: 512)
+        var kind = H2_OK
+        let garbage = Array("not a certificate".utf8)
+        let bad = garbage.withUnsafeBufferPointer { p -> OpaquePointer? in
+            var o = h2_tls_options()
+            o.ca_pem = p.baseAddress
+            o.ca_pem_len = p.count
+            return h2_tls_new(&o, &kind, &err, err.count)
+        }
+        #expect(bad == nil)
+        #expect(kind == H2_ERR_TLS_SETUP, "\(kind)")
+        #expect(String(cString: err).hasPrefix("no certificate in the CA text") && !String(cString: err).contains("TLS trust"), "\(String(cString: err))")
+
+        let ca = Array(try SimulatorCertificateAuthority(commonName: "test CA").certificatePEM.utf8)
+        h2_test_fail_allocs(0, 1)
+        let starved = ca.withUnsafeBufferPointer { p -> OpaquePointer? in
+            var o = h2_tls_options()
+            o.ca_pem = p.baseAddress
+            o.ca_pem_len = p.count
+            return h2_tls_new(&o, &kind, &err, err.count)
+        }
+        h2_test_fail_allocs(0, 0)
+        #expect(starved == nil)
+        #expect(kind == H2_ERR_MEMORY && !String(cString: err).contains("TLS trust"), "\(kind) \(String(cString: err))")
     }
 }

@@ -153,6 +153,20 @@ import X509
         #expect(f.sim.requestLog.count == 0)
     }
 
+    /// A CA that cannot be used fails the sender's setup, saying so; it is not reported as a server
+    /// whose certificate did not verify ("TLS trust:", which stops a run for apns.ca_file).
+    @Test func aCAThatCannotBeUsedIsASetupErrorNotATrustFailure() throws {
+        let port = try FreePort.next()
+        let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(port)", trust: .caPEM("not a certificate"), maxStreams: 10)
+        do {
+            _ = try APNsSender(settings: settings, connections: 1, token: nil, engine: .nghttp2)
+            Issue.record("a sender was built without a usable CA")
+        } catch {
+            guard case .engine(let why) = error else { Issue.record("\(error)"); return }
+            #expect(why.hasPrefix("cannot set up TLS: no certificate in the CA text") && !why.contains("TLS trust"), "\(why)")
+        }
+    }
+
     @Test func nothingListeningIsAConnectFailureThatBacksOff() throws {
         let port = try FreePort.next()
         let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(port)", trust: .system, maxStreams: 10, connectTimeoutMs: 1_000)

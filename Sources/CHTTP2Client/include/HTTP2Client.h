@@ -18,11 +18,12 @@ typedef enum {
     H2_ERR_RESOLVE = 1,    // the host name did not resolve
     H2_ERR_CONNECT = 2,    // TCP connect failed or timed out
     H2_ERR_TLS = 3,        // TLS handshake failed (not a trust decision)
-    H2_ERR_TRUST = 4,      // the server's certificate was not trusted, or our certificate/key/CA could not be used
+    H2_ERR_TRUST = 4,      // the server's certificate did not verify (only that: herald stops the run on it)
     H2_ERR_PROTOCOL = 5,   // the server did not agree to HTTP/2, or broke the protocol
     H2_ERR_CLOSED = 6,     // the connection was lost (reset, EOF, TLS error after the handshake)
-    H2_ERR_MEMORY = 7,
+    H2_ERR_MEMORY = 7,     // an allocation failed
     H2_ERR_PROXY = 8,      // the proxy answered CONNECT with something other than 2xx (the text has the status)
+    H2_ERR_TLS_SETUP = 9,  // the TLS context could not be built: a CA, client certificate or key that cannot be used
 } h2_error_kind;
 
 // An HTTP proxy to reach the server through, with one CONNECT tunnel per connection (TLS stays
@@ -53,8 +54,9 @@ typedef struct {
 } h2_tls_options;
 
 // A TLS client context shared by a sender's connections: peer verification always on (the
-// system's trust store unless a CA is given), TLS 1.2 or later, ALPN h2. NULL with `err` filled.
-h2_tls *h2_tls_new(const h2_tls_options *options, char *err, size_t errlen);
+// system's trust store unless a CA is given), TLS 1.2 or later, ALPN h2. NULL with *kind
+// (H2_ERR_TLS_SETUP or H2_ERR_MEMORY, never H2_ERR_TRUST: no server has been asked yet) and `err` filled.
+h2_tls *h2_tls_new(const h2_tls_options *options, h2_error_kind *kind, char *err, size_t errlen);
 void h2_tls_free(h2_tls *tls);
 
 // The answer to one request, or why there is none.
@@ -67,6 +69,7 @@ typedef struct {
     uint32_t reset_code;    // the RST_STREAM (or GOAWAY refusal) error code, 0 if none
     int32_t lost;           // 1: the connection died with the stream open
     int32_t not_sent;       // 1: the request never left (the connection was going away first)
+    int32_t no_memory;      // 1: an allocation failed: with `lost`, the answer arrived but could not be kept
     uint16_t apns_id_len;
     uint16_t unique_id_len;
     char apns_id[48];
@@ -92,7 +95,9 @@ int h2_wants_write(h2_conn *c);
 // a literal never indexed instead of adding it to the dynamic table, where it would only push out
 // the fields requests share (RFC 7541 §6.2.3). nghttp2 itself already leaves :path, content-length
 // and authorization out of the table; apns-id it would add. The fields and body are copied. Returns
-// the stream id, or a negative nghttp2 error (h2_strerror).
+// the stream id, or a negative nghttp2 error (h2_strerror): NGHTTP2_ERR_NOMEM (-901) when memory for
+// the request, or for its answer, cannot be had; the request did not leave then. A request submitted
+// is answered exactly once (h2_answers), whatever fails after.
 int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const uint8_t *body, size_t body_len, uint64_t cookie);
 
 // Resets a stream still open (RST_STREAM CANCEL): it is answered with `cancelled` set.
@@ -121,6 +126,13 @@ int h2_goaway(const h2_conn *c, uint32_t *error_code, const char **debug, size_t
 void h2_close(h2_conn *c);
 
 const char *h2_strerror(int code);
+
+// For tests: on the calling thread, after the next `after` allocations by this library and by
+// nghttp2 for it, the `count` following ones fail (a negative count: all of them). count 0 turns it
+// off. OpenSSL's own allocations are not counted.
+void h2_test_fail_allocs(long after, long count);
+// How many allocations failed so, on the calling thread, since h2_test_fail_allocs.
+long h2_test_failed_allocs(void);
 // nghttp2's version string ("1.52.0"), for the log.
 const char *h2_nghttp2_version(void);
 
