@@ -49,11 +49,12 @@ public struct DuePlanner: Sendable {
 
     public func due(in zone: TimeZone, after now: Date) -> Due {
         var t = now.timeIntervalSince1970
+        let day = targetDay(in: zone)
         // Each turn moves t forward to a window's start or a quiet span's end; a few turns settle
         // any real schedule. One that keeps moving (a window inside the quiet hours) never opens.
         for _ in 0..<12 {
             if let window = spec.localTime {
-                guard let (start, _) = Self.span(window, endingAfter: t, in: zone, onDay: targetDay(in: zone)) else { return .never }
+                guard let (start, _) = Self.span(window, endingAfter: t, in: zone, onDay: day) else { return .never }
                 t = max(t, start)
             }
             if let quiet = spec.quietHours, let end = Self.end(of: quiet, containing: t, in: zone) {

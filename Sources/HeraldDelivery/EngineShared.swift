@@ -27,20 +27,18 @@ struct FeedBuffer {
     mutating func take(_ n: Int) -> ArraySlice<PushJob> {
         let k = min(n, count)
         var out = items[head..<(head + k)]
-        head += k
         if out.contains(where: { $0.notAfter != nil }) {
+            // Past the expired ones too, so a connection with room is not left idle.
             let now = Date()
             var kept: [PushJob] = []
-            for job in out {
-                if let limit = job.notAfter, now >= limit { expired.append(job.index) } else { kept.append(job) }
-            }
-            // Refill from the queue what expired, so a connection with room is not left idle.
             while kept.count < n && head < items.count {
                 let job = items[head]
                 head += 1
                 if let limit = job.notAfter, now >= limit { expired.append(job.index) } else { kept.append(job) }
             }
             out = kept[...]
+        } else {
+            head += k
         }
         if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
         return out
