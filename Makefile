@@ -39,13 +39,9 @@ build: deps
 release: deps
 	swift build -c release --product herald
 
-# The delivery, simulator and end-to-end suites run a second time on the libcurl engine with its
-# shims off (docs/delivery.md), so plain libcurl's path is tested on every change; the first pass
-# runs herald on its default engine, nghttp2, and the engine-parameterized tests on both.
 test: deps test-deps
 	swift build --build-tests
 	swift test --skip-build
-	HERALD_LIBCURL_SHIMS=off HERALD_APNS_ENGINE=libcurl swift test --skip-build --filter 'HeraldDeliveryTests|HeraldSimulatorTests|HeraldEndToEndTests'
 
 # A fresh demo campaign each time: its state directory (with the suppression list and silent-push
 # ledger every campaign there shares, docs/job-file.md) and its reports are reset first, so the demo always

@@ -29,12 +29,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // statfs(2), which Swift's Glibc module does not bring in (the state directory's filesystem type).
         .systemLibrary(name: "CStatfs"),
-        // libcurl 7.88's calls into nghttp2, interposed (each .c file says why): drops the RST_STREAM
-        // it sends on every closed stream, hands a request's APNs header fields and body to nghttp2
-        // without its formatting, and writes a request's frames to TLS in one record.
-        .target(name: "CCurlNghttp2"),
-        // One HTTP/2 client connection on nghttp2 and OpenSSL, under the nghttp2 delivery engine
-        // (apns.engine: nghttp2; connection.c says why it exists).
+        // One HTTP/2 client connection on nghttp2 and OpenSSL: every APNs push goes through it
+        // (connection.c says why herald drives nghttp2 itself).
         .target(name: "CHTTP2Client", linkerSettings: [.linkedLibrary("nghttp2"), .linkedLibrary("ssl"), .linkedLibrary("crypto")]),
 
         .target(name: "HeraldCore"),
@@ -49,7 +45,7 @@ let package = Package(
         .target(name: "HeraldState", dependencies: [
             "HeraldCore", "HeraldTestHooks", "CStatfs", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "GRDBSQLite", package: "GRDB.swift"),
         ]),
-        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CCurlNghttp2", "CHTTP2Client"]),
+        .target(name: "HeraldDelivery", dependencies: ["HeraldCore", "CCurl", "COpenSSL", "CHTTP2Client"]),
         .target(name: "HeraldReports", dependencies: ["HeraldCore", "HeraldState", "HeraldTestHooks", "CZlib"]),
         .target(name: "HeraldSimulator", dependencies: [
             "HeraldCore",
@@ -97,7 +93,7 @@ let package = Package(
             .product(name: "X509", package: "swift-certificates"),
         ]),
         .testTarget(name: "HeraldSimulatorTests", dependencies: [
-            "HeraldSimulator", "HeraldDelivery", "HeraldCore", "HeraldJob", "HeraldTestSupport",
+            "HeraldSimulator", "HeraldDelivery", "HeraldCore", "HeraldJob", "HeraldTestSupport", "CHTTP2Client",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOEmbedded", package: "swift-nio"),

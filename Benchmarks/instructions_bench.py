@@ -5,16 +5,15 @@ Wall-clock figures on these shared machines drift by 20 % within minutes, so a c
 cannot be seen in them. Instruction counts are repeatable to about 0.2 %: this runs `herald run`
 under `valgrind --tool=callgrind` on a 50-recipient and a 5,000-recipient campaign (same job shape
 as standin_bench.py) and reports (I(5,000) - I(50)) / 4,950, i.e. the cost of one more push with
-reading, rendering, checkpoints, HTTP/2, TLS and reports included, start-up excluded. herald runs on
-its default engine (nghttp2), or on HERALD_APNS_ENGINE's (which herald reads over the job).
+reading, rendering, checkpoints, HTTP/2, TLS and reports included, start-up excluded.
 
 valgrind serialises threads, so the batching per turn differs from a real run: the count
 measures code paths, not scheduling. The Swift binary's debug info is more than valgrind's reader
 takes, so a stripped copy (strip -g) is run. For a profile, open the .out files with
-callgrind_annotate (libcurl's internal functions show as addresses: Debian strips them).
+callgrind_annotate (nghttp2's and OpenSSL's internal functions show as addresses: Debian strips them).
 
 Usage: instructions_bench.py [HERALD_BINARY]   (default .build/release/herald)
-Writes bench-out/instructions.json (instructions-<engine>.json off the default engine). Skips (exit 0, with a message) without valgrind or nginx-light.
+Writes bench-out/instructions.json. Skips (exit 0, with a message) without valgrind or nginx-light.
 """
 import json, os, re, shutil, subprocess, sys
 
@@ -69,14 +68,12 @@ def main():
         si.stop()
     small, large = ROWS
     per_push = (counts[large] - counts[small]) / (large - small)
-    engine = (os.environ.get("HERALD_APNS_ENGINE") or "nghttp2").lower()
-    figures = {"engine": engine, "libcurl_shims": os.environ.get("HERALD_LIBCURL_SHIMS", "on"),
-               "counts": {str(k): v for k, v in counts.items()}, "instructions_per_push": round(per_push),
+    figures = {"counts": {str(k): v for k, v in counts.items()}, "instructions_per_push": round(per_push),
                "startup_instructions": counts[small]}
-    name = "instructions.json" if engine == "nghttp2" else f"instructions-{engine}.json"
+    name = "instructions.json"
     with open(os.path.join(sb.OUT, name), "w") as f:
         json.dump(figures, f, indent=2)
-    print(f"instructions: {per_push:,.0f} per push end to end, engine {engine} (callgrind, {small:,} vs {large:,} recipients); "
+    print(f"instructions: {per_push:,.0f} per push end to end (callgrind, {small:,} vs {large:,} recipients); "
           f"profiles in {work}, figures in {os.path.join(sb.OUT, name)}")
 
 

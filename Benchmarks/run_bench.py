@@ -30,11 +30,7 @@ def main():
         print("sim bench skipped: h2load not installed (apt-get install nghttp2-client)")
     subprocess.run([sys.executable, os.path.join(here, "standin_bench.py"), herald], check=True)   # vs curl/h2load/aioapns on nginx: bench-out/standin.json
     subprocess.run([sys.executable, os.path.join(here, "instructions_bench.py"), herald], check=True)   # instructions per push (callgrind): bench-out/instructions.json
-    subprocess.run([sys.executable, os.path.join(here, "instructions_bench.py"), herald], check=True,   # the same on the libcurl engine: bench-out/instructions-libcurl.json
-                   env=dict(os.environ, HERALD_APNS_ENGINE="libcurl"))
     subprocess.run([sys.executable, os.path.join(here, "window_bench.py"), herald], check=True)   # 50 ms latency, RSS against the in-flight window: bench-out/window.json
-    subprocess.run([sys.executable, os.path.join(here, "window_bench.py"), herald], check=True,   # the same on the libcurl engine: bench-out/window-libcurl.json
-                   env=dict(os.environ, HERALD_APNS_ENGINE="libcurl"))
     subprocess.run([sys.executable, os.path.join(here, "schedule_bench.py"), herald], check=True)   # what a schedule costs: bench-out/schedule.json
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figures.json"), "w") as f:

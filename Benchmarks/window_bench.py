@@ -6,8 +6,7 @@ latency, and a sender needs many streams in flight. This starts the nginx stand-
 push LATENCY_MS (50) after its body was read (start.sh --latency-ms), then for each window
 (1x200, 1x1000, 4x1000, 8x1000 by default; WINDOWS="1x1000 4x1000" to choose) runs release
 `herald run` end to end on a WINDOW_ROWS (200000) campaign under GNU time, and h2load with the
-same connections x streams on the same request shape (HERALD_APNS_ENGINE=libcurl: herald runs on
-its libcurl engine, figures in window-libcurl.json). It prints, per window: herald's rate end to
+same connections x streams on the same request shape. It prints, per window: herald's rate end to
 end, its rate while sending (first to last attempt in deliveries.csv: h2load only sends), how
 many recipients were attempted exactly once, h2load's rate, the theoretical connections x streams
 / latency, and herald's peak RSS; and writes bench-out/window.json with the ratios.
@@ -54,9 +53,6 @@ def main():
         print("window bench skipped: needs nginx-light and nghttp2-client (apt-get install -y nginx-light nghttp2-client)")
         return
     rows = int(os.environ.get("WINDOW_ROWS", "200000"))
-    # herald's engine: HERALD_APNS_ENGINE (herald reads it over the job), or the default; figures
-    # go to window.json for the default, window-<engine>.json otherwise.
-    engine = (os.environ.get("HERALD_APNS_ENGINE") or "nghttp2").lower()
     latency = int(os.environ.get("LATENCY_MS", "50"))
     windows = [tuple(int(x) for x in w.split("x")) for w in os.environ.get("WINDOWS", "1x200 1x1000 4x1000 8x1000").split()]
     for d in ("jobs", "state", "reports", "data"):
@@ -85,7 +81,7 @@ def main():
             h.update(send_phase(os.path.join(sb.WORK, "reports", name, "deliveries.csv")))
             peer = sb.run_h2load(si, jwt, payload, uris, min(rows, 200000), connections, streams)
             ceiling = connections * streams * 1000 / latency
-            row = {"window": f"{connections}x{streams}", "engine": engine, "latency_ms": latency, "herald": h, "h2load": peer,
+            row = {"window": f"{connections}x{streams}", "latency_ms": latency, "herald": h, "h2load": peer,
                    "theoretical_rate": ceiling}
             if "rate" in h and "rate" in peer:
                 row["herald_over_h2load"] = round(h["rate"] / peer["rate"], 2)
@@ -96,14 +92,14 @@ def main():
             if "send_rate" in h:
                 row["send_phase_over_theoretical"] = round(h["send_rate"] / ceiling, 2)
             results.append(row)
-            sb.log(f"{connections}x{streams} at {latency} ms, engine {engine}: herald {h.get('rate', h.get('error'))}/s "
+            sb.log(f"{connections}x{streams} at {latency} ms: herald {h.get('rate', h.get('error'))}/s "
                    f"(peak RSS {h.get('peak_rss_mib')} MiB; sending alone {h.get('send_rate')}/s, "
                    f"{h.get('attempted_once')} of {h.get('recipients')} attempted once), "
                    f"h2load {peer.get('rate', peer.get('error'))}/s, theoretical {ceiling:,.0f}/s")
     finally:
         si.stop()
     os.makedirs(sb.OUT, exist_ok=True)
-    name = f"window-{engine}.json" if engine != "nghttp2" else "window.json"
+    name = "window.json"
     with open(os.path.join(sb.OUT, name), "w") as f:
         json.dump(results, f, indent=2)
     print(f"window bench: figures in {os.path.join(sb.OUT, name)}")

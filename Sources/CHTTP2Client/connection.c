@@ -8,16 +8,11 @@
 // the handshake. SwiftNIO's HTTP/2 was measured too (same machine, same stand-in, 4 × 1000 streams
 // at 50 ms): 12,600 requests/s for a bare client on one core against h2load's ~30,000, so it
 // would cost more CPU per push than libcurl does.
-//
-// herald's executable also defines some nghttp2 functions (Sources/CCurlNghttp2, for libcurl's
-// calls); this file calls libnghttp2's own definitions of those (real_fn), so nothing here is
-// seen or changed by those shims.
 #define _GNU_SOURCE
 #include "HTTP2Client.h"
 #include "internal.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -37,17 +32,6 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-
-static void *real(const char *name, void **cache) {
-    void *f = __atomic_load_n(cache, __ATOMIC_RELAXED);
-    if (!f) {
-        f = dlsym(RTLD_NEXT, name);
-        if (!f) f = dlsym(RTLD_DEFAULT, name);
-        __atomic_store_n(cache, f, __ATOMIC_RELAXED);
-    }
-    return f;
-}
-#define REAL(fn) ({ static void *cache_; (__typeof__(&fn))real(#fn, &cache_); })
 
 // What one stream keeps while it is open: its answer so far, and until nghttp2 has read it, the
 // request's body. nghttp2 copies the header fields when the request is submitted and frees them
@@ -86,6 +70,7 @@ struct h2_conn {
     int failed;
     int out_of_memory;   // nghttp2 failed for want of memory (the connection failed with it)
     int settings_received;
+    int tls_alert;       // the connection ended on a TLS alert from the server
     // Frames nghttp2 produced and TLS has not taken yet (SSL_write wants the same bytes again).
     uint8_t out[OUT_CAPACITY];
     size_t out_len, out_off;
@@ -110,6 +95,14 @@ static const char *openssl_reason(void) {
     ERR_error_string_n(e, buf, sizeof buf);
     ERR_clear_error();
     return buf;
+}
+
+// Whether OpenSSL's last error is an alert the peer sent: OpenSSL reports a received alert as
+// reason SSL_AD_REASON_OFFSET + the alert's code ("sslv3 alert handshake failure", "tlsv13 alert
+// certificate required"; https://docs.openssl.org/3.0/man3/SSL_alert_type_string/).
+static int alert_received(void) {
+    unsigned long e = ERR_peek_last_error();
+    return e != 0 && ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
 }
 
 static int64_t now_ms(void) {
@@ -231,7 +224,10 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         for (size_t i = 0; i < valuelen && i < 3; i++) v = v * 10 + (value[i] - '0');
         // 1xx answers are interim (RFC 9113 §8.1); the final one follows.
         if (v >= 200) s->status = v;
-    } else if (namelen == 7 && memcmp(name, "apns-id", 7) == 0 && valuelen <= sizeof s->apns_id) {
+    } else if (((namelen == 7 && memcmp(name, "apns-id", 7) == 0) || (namelen == 15 && memcmp(name, "apns-request-id", 15) == 0))
+               && valuelen <= sizeof s->apns_id) {
+        // A device push's answer echoes apns-id; a broadcast's echoes apns-request-id
+        // (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
         memcpy(s->apns_id, value, valuelen);
         s->apns_id_len = (uint16_t)valuelen;
     } else if (namelen == 14 && memcmp(name, "apns-unique-id", 14) == 0 && valuelen <= sizeof s->unique_id) {
@@ -486,11 +482,12 @@ static int tls_handshake(h2_conn *c, SSL_CTX *ctx, const char *host, int64_t dea
             return -1;
         }
         long verify = SSL_get_verify_result(c->ssl);
+        int refused = alert_received();
         if (verify != X509_V_OK) {
             *kind = H2_ERR_TRUST;
             set_err(err, errlen, "TLS trust: the server's certificate was not accepted: %s", X509_verify_cert_error_string(verify));
         } else {
-            *kind = H2_ERR_TLS;
+            *kind = refused ? H2_ERR_TLS_REFUSED : H2_ERR_TLS;
             set_err(err, errlen, "TLS handshake failed: %s", e == SSL_ERROR_SYSCALL && errno ? strerror(errno) : openssl_reason());
         }
         return -1;
@@ -516,8 +513,8 @@ static int start_session(h2_conn *c) {
     nghttp2_session_callbacks *cb;
     // NGHTTP2_ERR_NOMEM is the one failure nghttp2_session_callbacks_new documents.
     if (nghttp2_session_callbacks_new(&cb) != 0) return NGHTTP2_ERR_NOMEM;
-    REAL(nghttp2_session_callbacks_set_on_header_callback)(cb, on_header);
-    REAL(nghttp2_session_callbacks_set_on_stream_close_callback)(cb, on_close);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame);
     nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, on_not_sent);
@@ -528,7 +525,7 @@ static int start_session(h2_conn *c) {
     nghttp2_option_set_no_closed_streams(option, 1);
     // Static: it must outlive the session, which uses it until nghttp2_session_del.
     static nghttp2_mem mem = { NULL, mem_malloc, mem_free, mem_calloc, mem_realloc };
-    int rv = REAL(nghttp2_session_client_new3)(&c->session, cb, c, option, &mem);
+    int rv = nghttp2_session_client_new3(&c->session, cb, c, option, &mem);
     nghttp2_option_del(option);
     nghttp2_session_callbacks_del(cb);
     if (rv != 0) return rv;
@@ -580,7 +577,9 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
     // requests above the real limit would only be refused.
     while (!c->settings_received) {
         if (h2_turn(c, err, errlen) != 0) {
-            *kind = c->out_of_memory ? H2_ERR_MEMORY : H2_ERR_PROTOCOL;
+            // Under TLS 1.3 the server judges a client certificate after our handshake is done: its
+            // refusal is an alert read here, before its SETTINGS (RFC 8446 §4.4.2.4).
+            *kind = c->out_of_memory ? H2_ERR_MEMORY : c->tls_alert ? H2_ERR_TLS_REFUSED : H2_ERR_PROTOCOL;
             h2_close(c);
             return NULL;
         }
@@ -633,7 +632,7 @@ int32_t h2_submit(h2_conn *c, const uint8_t *fields, size_t fields_len, const ui
     }
     s->body_len = body_len;
     nghttp2_data_provider provider = { .source = { .ptr = s }, .read_callback = read_body };
-    int32_t id = REAL(nghttp2_submit_request)(c->session, NULL, nv, n, &provider, s);
+    int32_t id = nghttp2_submit_request(c->session, NULL, nv, n, &provider, s);
     if (id < 0) { free(s->body); free(s); return id; }
     s->stream_id = id;
     s->next = c->streams;
@@ -650,7 +649,7 @@ int h2_cancel(h2_conn *c, int32_t stream_id) {
     if (!s) return 0;
     // Marked only once the reset is queued: without memory for it (NGHTTP2_ERR_NOMEM) the stream
     // goes on, and the caller's next scan tries again.
-    int rv = REAL(nghttp2_submit_rst_stream)(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    int rv = nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     if (rv == 0) s->cancelled = 1;
     return rv;
 }
@@ -697,6 +696,7 @@ static int read_all(h2_conn *c, char *err, size_t errlen) {
             if (errno == EAGAIN || errno == EINTR) return 0;
             return fail(c, err, errlen, "connection lost: %s", errno ? strerror(errno) : "the server closed it");
         }
+        c->tls_alert = alert_received();
         return fail(c, err, errlen, "connection lost: TLS: %s", openssl_reason());
     }
 }
@@ -751,7 +751,7 @@ static int write_all(h2_conn *c, char *err, size_t errlen) {
 }
 
 int h2_wants_write(h2_conn *c) {
-    return !c->failed && (c->out_off < c->out_len || c->spill_len || REAL(nghttp2_session_want_write)(c->session));
+    return !c->failed && (c->out_off < c->out_len || c->spill_len || nghttp2_session_want_write(c->session));
 }
 
 int h2_turn(h2_conn *c, char *err, size_t errlen) {
@@ -807,7 +807,7 @@ void h2_close(h2_conn *c) {
             free(s->body);
             free(s);
         }
-        REAL(nghttp2_session_del)(c->session);
+        nghttp2_session_del(c->session);
     }
     if (c->ssl) SSL_free(c->ssl);
     if (c->fd >= 0) close(c->fd);

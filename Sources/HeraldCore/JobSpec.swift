@@ -19,6 +19,9 @@ public struct JobSpec: Sendable {
     public var events: EventsSpec?
     /// `schedule`: each recipient's local sending window and quiet hours; nil: send at once.
     public var schedule: ScheduleSpec?
+    /// Keys that still load but no longer do anything, each named with its file and line and what
+    /// replaced it: every command that reads the job prints them (`herald: warning: …`).
+    public var warnings: [String] = []
 
     public init(jobFile: String, campaign: String, audience: AudienceSpec, apns: APNsSpec, push: PushSpec,
                 throttle: ThrottleSpec, retry: RetrySpec, statePath: String, reports: ReportsSpec) {
@@ -135,11 +138,6 @@ public struct APNsSpec: Sendable {
     public var certificate: CertificateAuthSpec?
     /// nil: libcurl's default (the `https_proxy` environment variable, if set).
     public var proxy: ProxySpec?
-    /// `apns.libcurl_shims`: whether herald's shims between libcurl and nghttp2 may carry the
-    /// requests (where the loaded versions were verified); off sends through plain libcurl.
-    public var libcurlShims = LibcurlShimsSetting.on
-    /// `apns.engine`: which HTTP/2 client carries device pushes.
-    public var engine = DeliveryEngine.nghttp2
     /// `apns.channels_endpoint`: where broadcast channels are managed, for a custom `endpoint`
     /// (`herald sim --management-port`); nil: Apple's host for `endpoint`.
     public var channelsEndpoint: String?
@@ -148,16 +146,6 @@ public struct APNsSpec: Sendable {
         self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth
         self.connections = connections; self.streamsPerConnection = streamsPerConnection
     }
-}
-
-public enum LibcurlShimsSetting: String, Sendable, CaseIterable {
-    case on, off
-}
-
-/// `apns.engine`: libcurl's multi interface (one easy handle per stream in flight), or herald's
-/// own connection on nghttp2 and OpenSSL (a few hundred bytes per stream).
-public enum DeliveryEngine: String, Sendable, CaseIterable {
-    case libcurl, nghttp2
 }
 
 public enum MissingFieldPolicy: String, Sendable, CaseIterable {

@@ -3,9 +3,9 @@ import Foundation
 import HeraldCore
 import Synchronization
 
-/// The sending engine: `connections` HTTP/2 connections, each on its own Dispatch queue (thread):
-/// a libcurl multi handle (`ConnectionWorker`), or with `engine: .nghttp2` herald's own
-/// connection on nghttp2 (`Nghttp2Worker`); fed from one shared queue and answering through another. The caller
+/// The sending engine: `connections` HTTP/2 connections, each on its own Dispatch queue (thread),
+/// herald's own connection on nghttp2 (`Nghttp2Worker` over CHTTP2Client), fed from one shared
+/// queue and answering through another; device pushes or broadcasts (`PushDestination`). The caller
 /// (the campaign runner's thread, which alone touches the state file) submits jobs it has already
 /// committed as in flight and takes results back; it bounds how many are outstanding, so memory
 /// does not grow with the audience.
@@ -15,28 +15,22 @@ import Synchronization
 public final class APNsSender: @unchecked Sendable {
     // @unchecked: the workers are touched only by their own queues; everything else is Sendable.
     private let shared: EngineShared
-    private let workers: [any SenderThread]
+    private let workers: [Nghttp2Worker]
     private let group = DispatchGroup()
     private let stopped = Atomic<Bool>(false)
     public let token: ProviderToken?
     public let streamsPerConnection: Int
 
     public init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?,
-                engine: DeliveryEngine = .libcurl) throws(DeliveryError) {
-        shared = EngineShared(streams: max(1, settings.maxStreams), token: token)
-        var ws: [any SenderThread] = []
-        switch engine {
-        case .libcurl:
-            guard CurlGlobal.initialised else { throw .curl(operation: "curl_global_init", code: -1, message: "libcurl could not be initialised") }
-            // Before the first connection; `herald run` has decided already, with the job's setting.
-            LibcurlShims.engage(environment: ProcessInfo.processInfo.environment)
-            for i in 0..<max(1, count) { ws.append(try ConnectionWorker(id: i + 1, settings: settings, shared: shared)) }
-        case .nghttp2:
-            let tunnel = try ProxyTunnel.resolve(settings.proxy, apnsHost: URLComponents(string: settings.baseURL)?.host ?? "")
-            let tls = try Nghttp2TLS(trust: settings.trust, identity: settings.identity)
-            for i in 0..<max(1, count) { ws.append(try Nghttp2Worker(id: i + 1, settings: settings, shared: shared, tls: tls, tunnel: tunnel)) }
+                destination: PushDestination = .devices) throws(DeliveryError) {
+        let shared = EngineShared(streams: max(1, settings.maxStreams), token: token)
+        let endpoint = try Nghttp2Endpoint(settings)
+        var workers: [Nghttp2Worker] = []
+        for i in 0..<max(1, count) {
+            workers.append(try Nghttp2Worker(id: i + 1, settings: settings, shared: shared, endpoint: endpoint, destination: destination))
         }
-        workers = ws
+        self.shared = shared
+        self.workers = workers
         self.token = token
         streamsPerConnection = max(1, settings.maxStreams)
         for w in workers {
@@ -92,9 +86,6 @@ public final class APNsSender: @unchecked Sendable {
         return c
     }
 
-    /// What the connections did that only tests look at (`SenderProbe`), once the workers have stopped.
-    var probe: SenderProbe { shared.probe.withLock { $0 } }
-
     /// Stops taking new jobs, lets the requests in flight finish (each bounded by the request
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {
@@ -105,25 +96,27 @@ public final class APNsSender: @unchecked Sendable {
     }
 
     /// Sends a batch and waits for every answer; results carry the request's index in `requests`.
-    /// A convenience over the streaming interface for tools and tests.
+    /// Once an answer halts the sender (`halted`), the requests that never left are dropped from
+    /// the batch: they have no result. A convenience over the streaming interface for tools and tests.
     public func send(_ requests: [PushRequest]) throws(DeliveryError) -> [PushResult] {
         submit(requests.enumerated().map { PushJob(index: $0.offset, request: $0.element) })
         var out: [PushResult] = []
         out.reserveCapacity(requests.count)
-        while out.count < requests.count {
+        var expected = requests.count
+        while out.count < expected {
             out += results(timeout: 1)
+            if halted { expected -= withdrawQueued().count }
         }
         return out
     }
 }
 
-/// One connection's thread of the sender: a libcurl multi handle (`ConnectionWorker`) or an
-/// nghttp2 connection (`Nghttp2Worker`).
-protocol SenderThread: AnyObject, Sendable {
-    var id: Int { get }
-    var wake: WakePipe { get }
-    func run()
+/// Where a sender's requests go (the paths and fields Apple documents for each).
+public enum PushDestination: Sendable, Equatable {
+    /// `POST /3/device/<token>` with `apns-id` and `apns-topic`
+    /// (https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
+    case devices
+    /// `POST /4/broadcasts/apps/<bundle-id>` with `apns-channel-id` and `apns-request-id`, no
+    /// `apns-topic` (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
+    case broadcasts(bundleId: String)
 }
-
-extension ConnectionWorker: SenderThread {}
-extension Nghttp2Worker: SenderThread {}

@@ -22,14 +22,18 @@ public enum AnswerMeaning: Sendable, Equatable {
     /// problem (Shutdown, 502/503/504, …). `tooManyRequests`: this token is sent to too often; it
     /// waits longer, the campaign does not.
     case retryLater(newConnection: Bool, tooManyRequests: Bool)
-    /// No answer (connection lost, reset, timeout): the outcome is unknown, so the request is
-    /// resent with the same apns-id.
+    /// No answer (connection lost, reset, timeout, never sent): the outcome is unknown, so the
+    /// request is resent with the same apns-id.
     case unknown
+    /// The server's certificate did not verify (`TransportFailure.Kind.tlsTrust`): nothing reached
+    /// APNs and nothing will as configured (`apns.ca_file`, the system's trust store), so the
+    /// campaign stops and the recipient goes back to pending, uncounted.
+    case untrusted
 
     public init(_ outcome: PushOutcome) {
         switch outcome {
-        case .transportFailure:
-            self = .unknown
+        case .transportFailure(let failure):
+            self = failure.kind == .tlsTrust ? .untrusted : .unknown
         case .answered(200, _, _, _):
             self = .delivered
         case .answered(let status, _, let reason, _):

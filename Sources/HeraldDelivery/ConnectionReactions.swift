@@ -1,9 +1,8 @@
 import Foundation
 import HeraldCore
 
-/// What a connection's thread does at once about an answer or a failed connect, the same for both
-/// engines (`ConnectionWorker` on libcurl, `Nghttp2Worker` on nghttp2) and for broadcasts
-/// (`BroadcastSender`): stop every connection on
+/// What a connection's thread (`Nghttp2Worker`, device pushes and broadcasts alike) does at once
+/// about an answer or a failed connect: stop every connection on
 /// an answer that means the configuration is wrong, re-sign an expired provider token, move new
 /// requests to a fresh connection when Apple's answer says so (at most one renewal per
 /// `renewalInterval`), and back off after a failed connect. What the answer means is

@@ -5,7 +5,7 @@ public enum DeliveryError: Error, Equatable, CustomStringConvertible {
     case keyInvalid(source: String, why: String)
     case signingFailed(String)
     case curl(operation: String, code: Int, message: String)
-    /// The nghttp2 engine (`apns.engine: nghttp2`) cannot run as configured.
+    /// The connection to APNs cannot be set up as configured (endpoint URL, TLS material, proxy).
     case engine(String)
 
     public var description: String {
@@ -15,7 +15,7 @@ public enum DeliveryError: Error, Equatable, CustomStringConvertible {
         case .keyInvalid(let s, let why): return "APNs auth key \(s) is not a usable ES256 (.p8, PKCS#8 P-256) key: \(why)"
         case .signingFailed(let why): return "could not sign the APNs provider token: \(why)"
         case .curl(let op, let code, let m): return "libcurl error \(code) during \(op): \(m)"
-        case .engine(let why): return "apns.engine nghttp2: \(why)"
+        case .engine(let why): return "APNs connection: \(why)"
         }
     }
 }

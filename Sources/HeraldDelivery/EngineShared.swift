@@ -81,8 +81,7 @@ final class ResultQueue: @unchecked Sendable {
     }
 }
 
-/// A self-pipe that wakes a connection thread out of `curl_multi_poll` when work arrives
-/// (it survives the multi handle being replaced, which `curl_multi_wakeup` would not).
+/// A self-pipe that wakes a connection thread out of its `poll` when work arrives.
 final class WakePipe: @unchecked Sendable {
     // @unchecked: two file descriptors, written and read with thread-safe system calls.
     let readFD: Int32
@@ -91,7 +90,7 @@ final class WakePipe: @unchecked Sendable {
     init() throws(DeliveryError) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else {
-            throw .curl(operation: "create wake pipe", code: Int(errno), message: String(cString: strerror(errno)))
+            throw .engine("cannot create a wake pipe: \(String(cString: strerror(errno)))")
         }
         readFD = fds[0]; writeFD = fds[1]
         for fd in fds {
@@ -125,10 +124,8 @@ final class EngineShared: Sendable {
     let pausedUntil = Atomic<UInt64>(0)
     /// Streams each connection may keep in flight (adaptive concurrency).
     let streamLimit: Atomic<Int>
-    /// New TLS connections libcurl made (CURLINFO_NUM_CONNECTS, summed over transfers).
+    /// Connections opened (TLS and HTTP/2 SETTINGS done).
     let connectionsOpened = Atomic<Int>(0)
-    /// What only tests look at, added by each worker as it stops (`SenderProbe`).
-    let probe = Mutex(SenderProbe())
     let token: ProviderToken?
 
     init(streams: Int, token: ProviderToken?) {

@@ -1,36 +1,69 @@
 import HeraldCore
 
 /// A request's header fields packed the way `h2_submit` takes them (CHTTP2Client's
-/// HTTP2Client.h: `[u16 length][name][u16 length][value]`…, `:path` first). The fields every
-/// request with the same `HeaderKey` shares (authorization, topic, push type, priority, collapse
-/// id, expiration) are packed once; per request only the path, apns-id and length are, the path
-/// and apns-id flagged as unique to the request so HPACK does not index them.
+/// HTTP2Client.h: `[u16 length][name][u16 length][value]`…, `:path` first): the one place herald
+/// builds an APNs request's fields, for device pushes and broadcasts. The fields every request
+/// with the same `SharedKey` shares (authorization, topic, push type, priority, collapse id,
+/// expiration) are packed once; per request only the path, the request's id and the length are,
+/// the values unique to the request flagged so HPACK does not index them.
 struct FieldBlock {
+    /// Everything in a request's fields but its path, id and length.
+    struct SharedKey: Equatable {
+        var generation: Int
+        var topic: String
+        var pushType: PushType
+        var priority: Int
+        var collapseId: String?
+        var expiration: Int?
+    }
+
     private(set) var bytes: [UInt8] = []
     private var shared: [UInt8] = []
-    private var sharedKey: StreamSlot.HeaderKey?
+    private var sharedKey: SharedKey?
 
-    mutating func prepare(_ r: PushRequest, key: StreamSlot.HeaderKey, jwt: String?) {
+    mutating func prepare(_ r: PushRequest, for destination: PushDestination, key: SharedKey, jwt: String?) {
         if key != sharedKey {
             shared.removeAll(keepingCapacity: true)
-            Self.append(&shared, "apns-topic", r.topic.utf8)
-            Self.append(&shared, "apns-push-type", r.pushType.rawValue.utf8)
-            Self.append(&shared, "apns-priority", String(r.priority).utf8)
-            if let c = r.collapseId { Self.append(&shared, "apns-collapse-id", c.utf8) }
-            if let x = r.expiration { Self.append(&shared, "apns-expiration", String(x).utf8) }
+            switch destination {
+            case .devices:
+                // https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns
+                Self.append(&shared, "apns-topic", r.topic.utf8)
+                Self.append(&shared, "apns-push-type", r.pushType.rawValue.utf8)
+                Self.append(&shared, "apns-priority", String(r.priority).utf8)
+                if let c = r.collapseId { Self.append(&shared, "apns-collapse-id", c.utf8) }
+                if let x = r.expiration { Self.append(&shared, "apns-expiration", String(x).utf8) }
+            case .broadcasts:
+                // https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns:
+                // no apns-topic (the bundle id is in the path); the push type is always liveactivity;
+                // priority and expiration are both required. 0 (attempt once, store nothing) is the
+                // one expiration every channel takes, No Message Stored ones included.
+                Self.append(&shared, "apns-push-type", PushType.liveactivity.rawValue.utf8)
+                Self.append(&shared, "apns-priority", String(r.priority).utf8)
+                Self.append(&shared, "apns-expiration", String(r.expiration ?? 0).utf8)
+            }
             if let jwt { Self.append(&shared, "authorization", "bearer \(jwt)".utf8) }
             sharedKey = key
         }
         bytes.removeAll(keepingCapacity: true)
-        let prefix = PushRequest.devicePathPrefix.utf8
-        Self.appendName(&bytes, ":path", unique: true)
-        Self.appendLength(&bytes, prefix.count + r.token.hex.utf8.count)
-        bytes.append(contentsOf: prefix)
-        bytes.append(contentsOf: r.token.hex.utf8)
-        Self.append(&bytes, "apns-id", r.apnsId.utf8, unique: true)
+        switch destination {
+        case .devices:
+            let prefix = PushRequest.devicePathPrefix.utf8
+            Self.appendName(&bytes, ":path", unique: true)
+            Self.appendLength(&bytes, prefix.count + r.token.hex.utf8.count)
+            bytes.append(contentsOf: prefix)
+            bytes.append(contentsOf: r.token.hex.utf8)
+            Self.append(&bytes, "apns-id", r.apnsId.utf8, unique: true)
+        case .broadcasts(let bundleId):
+            Self.append(&bytes, ":path", Self.broadcastPath(bundleId).utf8)
+            Self.append(&bytes, "apns-channel-id", r.token.hex.utf8, unique: true)
+            Self.append(&bytes, "apns-request-id", r.apnsId.utf8, unique: true)
+        }
         Self.append(&bytes, "content-length", String(r.payload.count).utf8)
         bytes.append(contentsOf: shared)
     }
+
+    /// A broadcast's path: every channel of an app shares it.
+    static func broadcastPath(_ bundleId: String) -> String { "/4/broadcasts/apps/" + bundleId }
 
     private static func append(_ out: inout [UInt8], _ name: StaticString, _ value: some Collection<UInt8>, unique: Bool = false) {
         appendName(&out, name, unique: unique)

@@ -1,7 +1,7 @@
 internal import CHTTP2Client
 import Foundation
 
-/// The nghttp2 engine's TLS client context (CHTTP2Client's tls.c), built once per sender from the
+/// The sender's TLS client context (CHTTP2Client's tls.c), built once per sender from the
 /// job's trust (`apns.ca_file`, the simulator's CA, or the system's store) and client certificate.
 /// Verification is always on; the key's password goes only to OpenSSL.
 final class Nghttp2TLS: @unchecked Sendable {
@@ -44,7 +44,7 @@ final class Nghttp2TLS: @unchecked Sendable {
         var kind = H2_OK
         // Never a trust failure (H2_ERR_TLS_SETUP or H2_ERR_MEMORY): no server has been asked yet.
         guard let ctx = h2_tls_new(&o, &kind, &err, err.count) else {
-            let why = Nghttp2Worker.text(err)
+            let why = Nghttp2Endpoint.text(err)
             throw .engine(kind == H2_ERR_MEMORY ? "cannot set up TLS: out of memory: \(why)" : "cannot set up TLS: \(why)")
         }
         context = ctx

@@ -2,9 +2,8 @@ internal import CHTTP2Client
 import Foundation
 import HeraldCore
 
-/// One connection's thread of the nghttp2 engine (`apns.engine: nghttp2`): an HTTP/2 connection
-/// on nghttp2 (CHTTP2Client) kept full from the shared feed, the way `ConnectionWorker` keeps a
-/// libcurl multi handle full, with the same reactions to answers (`ConnectionReactions`):
+/// One connection's thread of the sender: an HTTP/2 connection on nghttp2 (CHTTP2Client) kept full
+/// from the shared feed, reacting to answers (`ConnectionReactions`):
 /// - An answer Apple pairs with "retry on a new connection" (503, Shutdown, ExpiredProviderToken…)
 ///   and a GOAWAY retire the connection: new requests go to a fresh one while the old one finishes
 ///   its streams. Streams a GOAWAY refused were never processed; they come back as transport
@@ -19,11 +18,8 @@ final class Nghttp2Worker: @unchecked Sendable {
     let settings: ConnectionSettings
     let shared: EngineShared
     let wake: WakePipe
-    private let tls: Nghttp2TLS
-    private let host: String
-    private let port: String
-    private let authority: String
-    private let tunnel: ProxyTunnel?
+    private let endpoint: Nghttp2Endpoint
+    private let destination: PushDestination
 
     /// A request in flight: what its answer is recorded against.
     private struct Pending {
@@ -57,19 +53,13 @@ final class Nghttp2Worker: @unchecked Sendable {
     private var done: [PushResult] = []
     private var errorText = [CChar](repeating: 0, count: 512)
 
-    init(id: Int, settings: ConnectionSettings, shared: EngineShared, tls: Nghttp2TLS, tunnel: ProxyTunnel?) throws(DeliveryError) {
+    init(id: Int, settings: ConnectionSettings, shared: EngineShared, endpoint: Nghttp2Endpoint, destination: PushDestination) throws(DeliveryError) {
         self.id = id
         self.settings = settings
         self.shared = shared
-        self.tls = tls
-        self.tunnel = tunnel
+        self.endpoint = endpoint
+        self.destination = destination
         self.wake = try WakePipe()
-        guard let url = URL(string: settings.baseURL), url.scheme == "https", let host = url.host, !host.isEmpty else {
-            throw .engine("\(settings.baseURL) is not an https:// URL")
-        }
-        self.host = host.withoutBrackets
-        self.port = String(url.port ?? 443)
-        self.authority = StreamSlot.authority(of: settings.baseURL)
     }
 
     private var activeCount: Int { (current?.active ?? 0) + draining.reduce(0) { $0 + $1.active } }
@@ -118,7 +108,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         var jwt: String?
         if let token = shared.token {
             do { jwt = try token.current() } catch {
-                fail(shared.feed.withLock { $0.take(before) }, why: error.description)
+                fail(shared.feed.withLock { $0.take(before) }, TransportFailure(.neverSent, error.description))
                 return
             }
         }
@@ -127,7 +117,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         // neither their `notAfter` nor a stop can reach them.
         let conn: Connection
         do { conn = try connection(for: jwt) } catch {
-            fail(shared.feed.withLock { $0.take(before) }, why: error.why)
+            fail(shared.feed.withLock { $0.take(before) }, error.failure)
             return
         }
         let room = self.room
@@ -143,9 +133,9 @@ final class Nghttp2Worker: @unchecked Sendable {
         let now = uptimeNanoseconds()
         for job in jobs {
             let r = job.request
-            let key = StreamSlot.HeaderKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
+            let key = FieldBlock.SharedKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
                                            collapseId: r.collapseId, expiration: r.expiration)
-            fields.prepare(r, key: key, jwt: jwt)
+            fields.prepare(r, for: destination, key: key, jwt: jwt)
             let slot = free.popLast() ?? { pending.append(nil); return pending.count - 1 }()
             let streamId = fields.bytes.withUnsafeBufferPointer { f in
                 r.payload.withUnsafeBufferPointer { b in
@@ -154,7 +144,7 @@ final class Nghttp2Worker: @unchecked Sendable {
             }
             guard streamId > 0 else {
                 free.append(slot)
-                fail([job], why: "could not start the request: \(String(cString: h2_strerror(streamId)))")
+                fail([job], TransportFailure(.neverSent, "could not start the request: \(String(cString: h2_strerror(streamId)))"))
                 continue
             }
             pending[slot] = Pending(job: job, jwt: jwt, startedAt: now, streamId: streamId, connection: conn)
@@ -184,48 +174,26 @@ final class Nghttp2Worker: @unchecked Sendable {
         return c
     }
 
-    /// Why a connection could not be opened, as each request it held is answered: a trust failure
-    /// keeps CHTTP2Client's "TLS trust:" text (`PushOutcome.isTrustFailure`: the run stops).
-    struct ConnectFailed: Error { let why: String }
+    /// Why a connection could not be opened, as each request it held is answered (a trust failure
+    /// stops the run: `AnswerMeaning.untrusted`).
+    struct ConnectFailed: Error { let failure: TransportFailure }
 
     private func open() throws(ConnectFailed) -> Connection {
-        var kind = H2_OK
-        let connect = { (proxy: UnsafePointer<h2_proxy>?) in
-            h2_connect(self.tls.context, self.host, self.port, self.authority, proxy, Int32(clamping: self.settings.connectTimeoutMs),
-                       Int32(clamping: self.settings.keepAliveSeconds), &kind, &self.errorText, self.errorText.count)
-        }
-        let handle: OpaquePointer?
-        if let tunnel {
-            handle = tunnel.host.withCString { h in
-                tunnel.port.withCString { p in
-                    Self.withOptionalCString(tunnel.authorization) { a in
-                        var proxy = h2_proxy(host: h, port: p, authorization: a)
-                        return connect(&proxy)
-                    }
-                }
-            }
-        } else {
-            handle = connect(nil)
-        }
-        guard let handle else {
-            let why = Self.text(errorText)
+        switch endpoint.connect() {
+        case .success(let handle):
+            shared.connectionsOpened.add(1, ordering: .relaxed)
+            return Connection(handle)
+        case .failure(let failure):
             // One failed connect is one event for the circuit breaker, then a backoff.
             failureEvent += 1
             reactions.connectFailed(now: uptimeNanoseconds())
-            throw ConnectFailed(why: kind == H2_ERR_TRUST ? why : "\(host):\(port)\(tunnel.map { " via \($0)" } ?? ""): \(why)")
+            throw ConnectFailed(failure: failure)
         }
-        shared.connectionsOpened.add(1, ordering: .relaxed)
-        return Connection(handle)
     }
 
-    private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-        guard let s else { return body(nil) }
-        return s.withCString { body($0) }
-    }
-
-    private func fail(_ jobs: some Sequence<PushJob>, why: String) {
+    private func fail(_ jobs: some Sequence<PushJob>, _ failure: TransportFailure) {
         for job in jobs {
-            done.append(PushResult(index: job.index, outcome: .transportFailure(why), latencyMs: 0, httpVersion: 0, connection: id,
+            done.append(PushResult(index: job.index, outcome: .transportFailure(failure), latencyMs: 0, httpVersion: 0, connection: id,
                                    event: failureEvent))
         }
     }
@@ -253,7 +221,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         let state = h2_turn(c.handle, &errorText, errorText.count)
         var count = 0
         if let answers = h2_answers(c.handle, &count), count > 0 {
-            let lostWhy = state < 0 ? Self.text(errorText) : ""
+            let lostWhy = state < 0 ? Nghttp2Endpoint.text(errorText) : ""
             var eventCounted = false
             for i in 0..<count { complete(answers[i], on: c, lostWhy: lostWhy, eventCounted: &eventCounted) }
             h2_clear_answers(c.handle)
@@ -301,21 +269,17 @@ final class Nghttp2Worker: @unchecked Sendable {
     }
 
     /// Why a request has no answer; each is resent with the same apns-id.
-    static func noAnswer(_ a: h2_answer, lostWhy: String, timeoutMs: Int) -> String {
-        if a.cancelled != 0 { return "no answer within the request timeout (\(timeoutMs) ms); the stream was reset" }
-        if a.no_memory != 0 { return "out of memory: APNs answered, but the answer could not be kept" }
-        if a.lost != 0 { return lostWhy.isEmpty ? "connection lost" : lostWhy }
-        if a.not_sent != 0 { return "the request never left: its connection was going away (GOAWAY)" }
+    static func noAnswer(_ a: h2_answer, lostWhy: String, timeoutMs: Int) -> TransportFailure {
+        if a.cancelled != 0 { return TransportFailure(.timedOut, "no answer within the request timeout (\(timeoutMs) ms); the stream was reset") }
+        if a.no_memory != 0 { return TransportFailure(.connectionLost, "out of memory: APNs answered, but the answer could not be kept") }
+        if a.lost != 0 { return TransportFailure(.connectionLost, lostWhy.isEmpty ? "connection lost" : lostWhy) }
+        if a.not_sent != 0 { return TransportFailure(.neverSent, "the request never left: its connection was going away (GOAWAY)") }
         switch a.reset_code {
-        case 7: return "APNs refused the stream (REFUSED_STREAM) before processing it"
-        case 0: return "the stream ended without an answer"
-        default: return "APNs reset the stream (HTTP/2 error \(a.reset_code))"
+        // RFC 9113 §8.7: REFUSED_STREAM means "the stream was not processed".
+        case 7: return TransportFailure(.neverSent, "APNs refused the stream (REFUSED_STREAM) before processing it")
+        case 0: return TransportFailure(.connectionLost, "the stream ended without an answer")
+        default: return TransportFailure(.connectionLost, "APNs reset the stream (HTTP/2 error \(a.reset_code))")
         }
-    }
-
-    /// The C string in a buffer CHTTP2Client filled.
-    static func text(_ buffer: [CChar]) -> String {
-        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     private static func text<T>(_ tuple: T, _ count: Int) -> String {

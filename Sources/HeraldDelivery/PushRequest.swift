@@ -1,8 +1,10 @@
 import HeraldCore
 
-/// One notification ready to leave: everything the request needs, nothing it doesn't.
+/// One notification ready to leave: everything the request needs, nothing it doesn't. A
+/// broadcast's request carries its channel id in `token` (`DeviceToken(broadcastChannel:)`) and
+/// its `apns-request-id` in `apnsId` (`PushDestination.broadcasts`).
 public struct PushRequest: Sendable {
-    /// Every request's path is this and the device token's hex.
+    /// A device push's path is this and the device token's hex.
     static let devicePathPrefix = "/3/device/"
 
     public var token: DeviceToken
@@ -27,25 +29,46 @@ public struct PushRequest: Sendable {
 public enum PushOutcome: Sendable, Equatable {
     /// APNs answered. `timestamp` is the 410 body's milliseconds since the epoch.
     case answered(status: Int, apnsId: String?, reason: APNsReason?, timestamp: Int64?)
-    /// No answer: connect failure, TLS failure, reset, timeout. Outcome unknown; resend with the same apns-id.
-    case transportFailure(String)
+    /// No answer: the request never left, or its connection failed before the answer came.
+    /// `AnswerMeaning` decides from its kind what happens next.
+    case transportFailure(TransportFailure)
 }
 
-extension PushOutcome {
-    /// The libcurl error code of a transport failure ("curl error 60: …"), nil for answers.
-    public var curlCode: Int? {
-        guard case .transportFailure(let why) = self, why.hasPrefix("curl error ") else { return nil }
-        return Int(why.dropFirst("curl error ".count).prefix { $0.isNumber })
+/// Why a request has no answer, as the connection saw it (CHTTP2Client's `h2_error_kind` and
+/// answer flags), and the text an operator reads in the log and the reports.
+public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, CaseIterable {
+        /// The APNs (or proxy) host name did not resolve.
+        case nameNotResolved
+        /// TCP connect refused, unreachable or timed out.
+        case connectFailed
+        /// The server's certificate did not verify (`apns.ca_file`, the system's trust store): a
+        /// configuration problem, not a network hiccup.
+        case tlsTrust
+        /// The server refused us with a TLS alert: a client certificate it does not accept.
+        case tlsRefused
+        /// The TLS handshake failed otherwise (or the TLS context could not be built).
+        case tlsHandshake
+        /// The server did not agree to HTTP/2 or broke the protocol.
+        case protocolError
+        /// The proxy refused the tunnel, or broke its protocol.
+        case proxyRefused
+        /// The connection died with the request on it: APNs may have processed it.
+        case connectionLost
+        /// No answer within `apns.request_timeout`; the stream was reset.
+        case timedOut
+        /// The request never left herald (its connection was going away, memory ran out before it
+        /// was written, the provider token could not be signed, APNs refused the stream unprocessed).
+        case neverSent
     }
 
-    /// The server's certificate was not trusted (or ours not accepted): a configuration problem
-    /// (`apns.ca_file`, the system trust store, the client certificate), not a network hiccup.
-    /// curl 58 local certificate, 60 peer verification, 77 CA file, 83 issuer check; the nghttp2
-    /// engine's own ("TLS trust: …", CHTTP2Client).
-    public var isTrustFailure: Bool {
-        if case .transportFailure(let why) = self, why.hasPrefix("TLS trust: ") { return true }
-        return [58, 60, 77, 83].contains(curlCode ?? 0)
-    }
+    public var kind: Kind
+    /// For people: what failed, never a credential.
+    public var detail: String
+
+    public init(_ kind: Kind, _ detail: String) { self.kind = kind; self.detail = detail }
+
+    public var description: String { detail }
 }
 
 public struct PushResult: Sendable {
@@ -53,7 +76,7 @@ public struct PushResult: Sendable {
     public var index: Int
     public var outcome: PushOutcome
     public var latencyMs: Int
-    /// The HTTP version libcurl negotiated (20 for HTTP/2), for tests and diagnostics.
+    /// The HTTP version the answer came over (20 for HTTP/2; 0 when none came), for tests and diagnostics.
     public var httpVersion: Int
     /// The answer's `apns-unique-id` header (APNs sends it in development only).
     public var apnsUniqueId: String? = nil

@@ -3,8 +3,8 @@ import HeraldCore
 
 /// What the campaign's send loop needs from a sender: take requests, hand back answers, and be
 /// steered (paused by the circuit breaker, narrowed by adaptive concurrency, emptied on a stop).
-/// `APNsSender` sends device pushes over streaming HTTP/2 connections; `BroadcastSender` sends
-/// broadcast pushes to channels.
+/// `APNsSender` sends device pushes and broadcasts over streaming HTTP/2 connections; the
+/// protocol is the send loop's seam.
 public protocol PushSending: AnyObject {
     var connectionCount: Int { get }
     var streamsPerConnection: Int { get }

@@ -118,8 +118,6 @@ extension Context {
             if v < 1 { throw m.error(key, "must be at least 1s") }
             timeouts[key] = v
         }
-        let shims = try m.choice("libcurl_shims", LibcurlShimsSetting.self)
-        let engine = try m.choice("engine", DeliveryEngine.self)
         var channelsEndpoint = try m.string("channels_endpoint")
         if let o = overrides.channelsEndpoint { channelsEndpoint = o }
         if let text = channelsEndpoint {
@@ -137,12 +135,27 @@ extension Context {
         spec.idleTimeout = timeouts["idle_timeout"] ?? spec.idleTimeout
         spec.certificate = certificate
         spec.proxy = proxy
-        spec.libcurlShims = shims ?? .on
-        // nghttp2 unless the environment or the job says otherwise; a job that sets libcurl_shims
-        // (which only libcurl has) and no engine keeps the engine it was written for.
-        spec.engine = overrides.engine ?? engine ?? (shims != nil ? .libcurl : .nghttp2)
         spec.channelsEndpoint = channelsEndpoint
         return spec
+    }
+
+    /// `apns.engine` and `apns.libcurl_shims` chose between libcurl's multi interface and herald's
+    /// own connection on nghttp2; only the latter remains. Job keys are never removed without
+    /// notice: `engine: nghttp2` is what every job now gets, so it loads silently; `engine: libcurl`
+    /// and `libcurl_shims` load with a warning that names what replaced them. A value neither engine
+    /// ever had is still an error.
+    func obsoleteEngineKeys(_ m: inout YAMLMapping) throws(JobError) -> [String] {
+        enum Engine: String, CaseIterable { case libcurl, nghttp2 }
+        enum Shims: String, CaseIterable { case on, off }
+        var out: [String] = []
+        let replacement = "every push goes through herald's own HTTP/2 connection on nghttp2 (docs/delivery.md); the key is ignored"
+        if try m.choice("engine", Engine.self) == .libcurl {
+            out.append(m.error("engine", "libcurl is no longer available: \(replacement)").description)
+        }
+        if try m.choice("libcurl_shims", Shims.self) != nil {
+            out.append(m.error("libcurl_shims", "no longer does anything (the libcurl engine was removed): \(replacement)").description)
+        }
+        return out
     }
 
     func parsePush(_ m: inout YAMLMapping) throws(JobError) -> PushSpec {

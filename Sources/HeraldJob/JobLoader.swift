@@ -10,26 +10,23 @@ public struct JobOverrides: Sendable {
     public var caFile: String?
     /// `--channels-endpoint` (`herald channels`).
     public var channelsEndpoint: String?
-    /// `HERALD_APNS_ENGINE` (`herald run`): the engine whatever the job says.
-    public var engine: DeliveryEngine?
     public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil,
-                channelsEndpoint: String? = nil, engine: DeliveryEngine? = nil) {
+                channelsEndpoint: String? = nil) {
         self.statePath = statePath; self.reportsDir = reportsDir; self.endpoint = endpoint; self.caFile = caFile
-        self.channelsEndpoint = channelsEndpoint; self.engine = engine
+        self.channelsEndpoint = channelsEndpoint
     }
 
-    /// The environment variable that chooses `apns.engine` for every job a host runs, over the
-    /// job's own key: an operator's switch, like `HERALD_LIBCURL_SHIMS`.
-    public static let engineVariable = "HERALD_APNS_ENGINE"
+    /// Environment variables that chose the old libcurl engine and its shims: still recognised,
+    /// ignored, each with a warning (`herald run`), so a host's cron environment that sets them
+    /// keeps working and its operator learns why they no longer do anything.
+    public static let obsoleteVariables = ["HERALD_APNS_ENGINE", "HERALD_LIBCURL_SHIMS"]
 
-    /// The engine `environment` imposes, or nil when the variable is unset or empty.
-    public static func engine(from environment: [String: String]) throws(JobError) -> DeliveryEngine? {
-        guard let value = environment[engineVariable], !value.isEmpty else { return nil }
-        guard let engine = DeliveryEngine(rawValue: value.lowercased()) else {
-            let names = DeliveryEngine.allCases.map(\.rawValue).joined(separator: ", ")
-            throw JobError(file: engineVariable, line: nil, "must be one of \(names), not \"\(value)\"")
+    /// A warning for each obsolete variable `environment` sets.
+    public static func obsoleteVariableWarnings(_ environment: [String: String]) -> [String] {
+        obsoleteVariables.filter { !(environment[$0] ?? "").isEmpty }.map {
+            "\($0) is no longer read and is ignored: every push goes through herald's own HTTP/2 connection on nghttp2 "
+                + "(the libcurl engine and its shims were removed; docs/delivery.md)"
         }
-        return engine
     }
 }
 
@@ -110,6 +107,7 @@ struct Context {
         if audienceMap == nil, try top.mapping("push")?.has("broadcast") != true { throw JobError(file: file, line: nil, "audience is required") }
         let parsedAudience: AudienceSpec? = if var a = audienceMap { try parseAudience(&a) } else { nil }
         guard var apnsMap = try top.mapping("apns") else { throw JobError(file: file, line: nil, "apns is required") }
+        let warnings = try obsoleteEngineKeys(&apnsMap)
         let apns = try parseAPNs(&apnsMap, overrides: overrides)
         guard var pushMap = try top.mapping("push") else { throw JobError(file: file, line: nil, "push is required") }
         var push = try parsePush(&pushMap)
@@ -189,6 +187,7 @@ struct Context {
         spec.ops = ops
         spec.events = events
         spec.schedule = schedule
+        spec.warnings = warnings
         return spec
     }
 }

@@ -23,9 +23,8 @@ extension CampaignRunner {
         let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
         defer { target.shutdown() }
         let sender = try Self.wrap(.preparing) { () throws(DeliveryError) -> any PushSending in
-            spec.isBroadcast
-                ? try BroadcastSender(settings: target.settings, bundleId: headers.bundleId, connections: spec.apns.connections, token: target.token)
-                : try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token, engine: spec.apns.engine)
+            try APNsSender(settings: target.settings, connections: spec.apns.connections, token: target.token,
+                           destination: spec.isBroadcast ? .broadcasts(bundleId: headers.bundleId) : .devices)
         }
         operations.startSending(state)
         return try send(from: state, headers: headers, sender: sender, reading: reading)

@@ -81,13 +81,6 @@ public final class CampaignRunner {
         }
         defer { withExtendedLifetime(lock) {} }
         operations.locked()
-        // Before any connection (the probe's included): which shims carry the requests, and why any is off.
-        let shims = LibcurlShims.engage(requested: spec.apns.libcurlShims == .on, environment: ProcessInfo.processInfo.environment)
-        if spec.apns.engine == .nghttp2 && !spec.isBroadcast {
-            logger.info("engine nghttp2: pushes go through herald's own HTTP/2 client on nghttp2 \(LinkedLibraries.nghttp2 ?? "") and OpenSSL; the libcurl shims do not apply")
-        } else {
-            logger.info("\(shims.summary)")
-        }
 
         let store: StateStore
         let payloads: PayloadRenderer

@@ -103,22 +103,24 @@ final class DeliveryTarget {
     }
 
     /// With a client certificate or a proxy, one connection is tried before the first push
-    /// (ConnectionProbe: TLS 1.2 and one HEAD /, not a notification), so a refused certificate ends the
+    /// (ConnectionProbe: the sender's own connect, up to the server's SETTINGS; no request), so a refused certificate ends the
     /// run with exit 3 and a refused tunnel with exit 2, instead of every recipient being retried
     /// as a connection error. Other failures are left to the send loop's retries.
     static func probe(_ settings: ConnectionSettings, spec: JobSpec) throws(RunFailure) {
         guard settings.identity != nil || (settings.proxy?.url != nil) else { return }
-        switch ConnectionProbe.run(settings, timeoutMs: settings.connectTimeoutMs) {
-        case .accepted, .unreachable:
+        switch ConnectionProbe.run(settings) {
+        case .accepted, .unreachable, .untrusted:
+            // An untrusted server stops the run from the send loop, with the same words.
             return
         case .refused(let why) where settings.identity != nil:
             throw RunFailure(.aborted, "\(spec.jobFile): APNs refused the client certificate \(settings.identity!.label) (apns.certificate): \(why); "
                              + "check that it is the app's current push certificate for this environment. Nothing was sent")
         case .refused(let why):
             throw RunFailure(.aborted, "\(spec.jobFile): APNs refused the connection: \(why). Nothing was sent")
-        case .proxyRefused(let status):
-            let hint = status == 407 ? ": it wants credentials (apns.proxy user_env and password_env), or refused the ones given" : ""
-            throw RunFailure(.usage, "\(spec.jobFile): apns.proxy \(settings.proxy?.url ?? "") refused to open a tunnel to APNs (HTTP \(status))\(hint). Nothing was sent")
+        case .proxyRefused(let why):
+            // CHTTP2Client names a proxy's HTTP refusal "(HTTP 407)"; 407 is "Proxy Authentication Required" (RFC 9110 §15.5.8).
+            let hint = why.contains("(HTTP 407)") ? ": it wants credentials (apns.proxy user_env and password_env), or refused the ones given" : ""
+            throw RunFailure(.usage, "\(spec.jobFile): apns.proxy \(settings.proxy?.url ?? "") refused to open a tunnel to APNs: \(why)\(hint). Nothing was sent")
         }
     }
 

@@ -66,7 +66,7 @@ enum OutcomeDecision {
             switch outcome.meaning {
             case .delivered:
                 return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
-            case .rejected, .unknown:  // `.unknown` is the meaning of no answer, never of one
+            case .rejected, .unknown, .untrusted:  // `.unknown` and `.untrusted` are meanings of no answer, never of one
                 return .failed(AttemptOutcome(seq: c.seq, status: .failed, httpStatus: status, reason: reasonText,
                                               responseApnsId: apnsId, invalidatedAt: status == 410 ? timestamp : nil), reason: reason)
             case .abortCampaign:

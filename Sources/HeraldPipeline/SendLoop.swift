@@ -225,10 +225,10 @@ final class SendLoop {
         guard let o = outstanding.removeValue(forKey: seq) else { return }
         let now = Date()
         observe(r)
-        if r.outcome.isTrustFailure, case .transportFailure(let why) = r.outcome {
+        if r.outcome.meaning == .untrusted, case .transportFailure(let why) = r.outcome {
             // Never reached APNs: back to pending, uncounted, and the run stops.
             if trustFailure == nil { logger.error("TLS: \(why)") }
-            trustFailure = trustFailure ?? why
+            trustFailure = trustFailure ?? why.detail
             toRelease.append(seq)
             return
         }

@@ -26,8 +26,8 @@ struct ConnectionPolicy: Sendable {
         // NIO's anti-abuse limits (200 RST_STREAM frames or stream errors per 30 s, 200 glitches
         // per connection) hang up on a bulk sender: curl 7.88/nghttp2 resets every stream it has
         // finished with, and NIO answers a few hundred of those with GOAWAY ENHANCE_YOUR_CALM
-        // (ExcessiveRSTFrames). herald drops those resets (Sources/CCurlNghttp2/closed_streams.c),
-        // other clients such as `curl --parallel` do not. The simulator serves trusted local
+        // (ExcessiveRSTFrames). herald's own connection sends no such resets; other clients such
+        // as `curl --parallel` do. The simulator serves trusted local
         // clients, so the limits are raised out of the way; fault injection, not NIO, decides GOAWAYs.
         configuration.maximumConnectionGlitches = 1_000_000
         return configuration

@@ -30,7 +30,7 @@ struct Herald: ParsableCommand {
     /// `herald --version`: herald's version and the C libraries it runs on, as loaded.
     static var versions: String {
         var lines = ["herald \(HeraldVersion.current)", "libcurl \(LinkedLibraries.libcurl)"]
-        lines.append("nghttp2 \(LinkedLibraries.nghttp2 ?? "none (libcurl without HTTP/2)")")
+        lines.append("nghttp2 \(LinkedLibraries.nghttp2)")
         lines.append(LinkedLibraries.openSSL)
         lines.append("SQLite \(StateStore.sqliteVersion)")
         return lines.joined(separator: "\n")

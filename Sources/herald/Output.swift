@@ -10,6 +10,11 @@ enum Output {
         FileHandle.standardError.write(Data("herald: error: \(message)\n".utf8))
     }
 
+    /// Something that still works but should be changed (an obsolete job key: `JobSpec.warnings`).
+    static func warning(_ message: String) {
+        FileHandle.standardError.write(Data("herald: warning: \(message)\n".utf8))
+    }
+
     /// Prints a command's failure and gives its exit code, both from `RunFailure(_:during:)`,
     /// the one mapping of failures to exit codes.
     static func fail(_ error: any Error, during stage: RunStage, line: (String) -> Void = Output.error) -> ExitCode {

@@ -59,6 +59,7 @@ struct PreviewCommand: ParsableCommand {
         let headers: HeaderRenderer
         do {
             spec = try JobLoader.load(path: job)
+            spec.warnings.forEach(Output.warning)
         } catch {
             throw PreviewFailure("\(error)")
         }

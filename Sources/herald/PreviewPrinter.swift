@@ -92,7 +92,7 @@ final class PreviewPrinter {
         }
     }
 
-    /// What `BroadcastSender` sends for a channel: its path, the channel, the recipient's id as
+    /// What the sender sends for a channel (`FieldBlock`, `PushDestination.broadcasts`): its path, the channel, the recipient's id as
     /// `apns-request-id`, and the required expiration (0 unless the job sets one); no topic.
     private func broadcastFields(_ record: AudienceRecord, _ h: RenderedHeaders) -> [(name: String, value: String)] {
         [(":path", "/4/broadcasts/apps/\(headers.bundleId)"), ("apns-channel-id", record.token.hex), ("apns-request-id", h.apnsId),

@@ -116,8 +116,7 @@ struct RunCommand: ParsableCommand {
         let shard: Shard?
         do {
             shard = try Shard.resolve(option: self.shard, environment: ProcessInfo.processInfo.environment)
-            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile,
-                                                                             engine: try JobOverrides.engine(from: ProcessInfo.processInfo.environment)))
+            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile))
             spec = shard.map { $0.apply(to: loaded) } ?? loaded
             let others = Shard.otherLayouts(of: loaded.statePath, than: shard)
             if !others.isEmpty && !FileManager.default.fileExists(atPath: spec.statePath) {
@@ -130,6 +129,11 @@ struct RunCommand: ParsableCommand {
             // Only the command line's URL is known here: the job that names one did not load.
             pingURL.map { CronPing(url: $0) }?.ended(exitCode: exit.rawValue, body: RunFailure(error, during: .preparing).message, logger: logger)
             throw exit
+        }
+        // Obsolete keys and variables still work, with a word on what replaced them (a log line, so
+        // JSON logs stay one object per line).
+        for warning in spec.warnings + JobOverrides.obsoleteVariableWarnings(ProcessInfo.processInfo.environment) {
+            logger.warning("\(warning)")
         }
         let ping = (pingURL ?? spec.ops.pingURL).map { CronPing(url: $0, timeoutSeconds: Double(spec.ops.pingTimeout)) }
         logger[metadataKey: "campaign"] = .string(spec.campaign)

@@ -31,6 +31,7 @@ struct ValidateCommand: ParsableCommand {
         let result: AudienceScanResult
         do {
             let spec = try JobLoader.load(path: job)
+            spec.warnings.forEach(Output.warning)
             if let problem = spec.schedule?.pastDateProblem(at: Date()) { throw RunFailure(.usage, "\(spec.jobFile): \(problem)") }
             result = try AudienceScan(spec: spec, depth: parseOnly ? .parseOnly : .full).run()
         } catch {

@@ -39,31 +39,27 @@ import Testing
         #expect(pem.apns.certificate == .pem(certificatePath: dir.file("keys/push.pem"), keyPath: dir.file("keys/push.key"), passwordEnv: nil))
     }
 
-    @Test func libcurlShimsAreOnUnlessTheJobTurnsThemOff() throws {
-        #expect(try load(apns: "", auth: true).apns.libcurlShims == .on)
-        #expect(try load(apns: "  libcurl_shims: off", auth: true).apns.libcurlShims == .off)
-        #expect(try load(apns: "  libcurl_shims: on", auth: true).apns.libcurlShims == .on)
-        let error = try failure(apns: "  libcurl_shims: maybe", auth: true)
-        #expect(error.message.contains("apns.libcurl_shims must be one of on, off, not \"maybe\""), "\(error)")
-    }
-
-    @Test func theEngineIsNghttp2UnlessTheJobOrTheEnvironmentChoosesLibcurl() throws {
-        #expect(try load(apns: "", auth: true).apns.engine == .nghttp2)
-        // libcurl_shims belongs to libcurl: a job that sets it and no engine keeps libcurl.
-        #expect(try load(apns: "  libcurl_shims: off", auth: true).apns.engine == .libcurl)
-        #expect(try load(apns: "  libcurl_shims: on\n  engine: nghttp2", auth: true).apns.engine == .nghttp2)
-        #expect(try JobOverrides.engine(from: [:]) == nil && JobOverrides.engine(from: ["HERALD_APNS_ENGINE": ""]) == nil)
-        #expect(try JobOverrides.engine(from: ["HERALD_APNS_ENGINE": "LIBCURL"]) == .libcurl)
-        #expect(throws: JobError(file: "HERALD_APNS_ENGINE", line: nil, "must be one of libcurl, nghttp2, not \"nio\"")) {
-            try JobOverrides.engine(from: ["HERALD_APNS_ENGINE": "nio"])
+    /// The libcurl engine and its shims are gone; their keys still load (job keys are never removed
+    /// without notice), each with a warning naming its file, line and what replaced it.
+    @Test func theObsoleteEngineKeysLoadWithAWarningThatNamesTheReplacement() throws {
+        #expect(try load(apns: "", auth: true).warnings.isEmpty)
+        #expect(try load(apns: "  engine: nghttp2", auth: true).warnings.isEmpty, "nghttp2 is what every job gets: no warning")
+        let libcurl = try load(apns: "  engine: libcurl", auth: true).warnings
+        #expect(libcurl.count == 1 && libcurl[0].hasSuffix("jobs/job.yaml line 7: apns.engine libcurl is no longer available: every push goes through "
+                                                           + "herald's own HTTP/2 connection on nghttp2 (docs/delivery.md); the key is ignored"), "\(libcurl)")
+        for value in ["on", "off"] {
+            let shims = try load(apns: "  libcurl_shims: \(value)\n  engine: libcurl", auth: true).warnings
+            #expect(shims.count == 2 && shims.contains { $0.contains("line 7: apns.libcurl_shims no longer does anything (the libcurl engine was removed)") },
+                    "\(shims)")
         }
-        #expect(try load(apns: "  engine: nghttp2", auth: true).apns.engine == .nghttp2)
-        #expect(try load(apns: "  engine: libcurl", auth: true).apns.engine == .libcurl)
+        // A value neither engine ever had is still a mistake, named as one.
         let unknown = try failure(apns: "  engine: nio", auth: true)
         #expect(unknown.message.contains("apns.engine must be one of libcurl, nghttp2, not \"nio\""), "\(unknown)")
-        // Both engines tunnel through apns.proxy.
-        let proxied = try load(apns: "  engine: nghttp2\n  proxy: { url: \"http://127.0.0.1:3128\" }", auth: true)
-        #expect(proxied.apns.engine == .nghttp2 && proxied.apns.proxy == .http(url: "http://127.0.0.1:3128", userEnv: nil, passwordEnv: nil))
+        let maybe = try failure(apns: "  libcurl_shims: maybe", auth: true)
+        #expect(maybe.message.contains("apns.libcurl_shims must be one of on, off, not \"maybe\""), "\(maybe)")
+        #expect(JobOverrides.obsoleteVariableWarnings(["HERALD_APNS_ENGINE": "libcurl", "HERALD_LIBCURL_SHIMS": "", "PATH": "/bin"])
+                == ["HERALD_APNS_ENGINE is no longer read and is ignored: every push goes through herald's own HTTP/2 connection on nghttp2 "
+                    + "(the libcurl engine and its shims were removed; docs/delivery.md)"])
     }
 
     @Test func certificateMistakesNameTheField() throws {

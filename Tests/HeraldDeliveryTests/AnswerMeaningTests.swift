@@ -21,12 +21,16 @@ import Testing
         #expect(Self.answer(503, "ServiceUnavailable").meaning == .retryLater(newConnection: true, tooManyRequests: false))
         #expect(Self.answer(503, "Shutdown").meaning == .retryLater(newConnection: true, tooManyRequests: false))
         #expect(Self.answer(502).meaning == .retryLater(newConnection: true, tooManyRequests: false), "a proxy's 502 without a reason")
-        #expect(PushOutcome.transportFailure("curl error 56: reset").meaning == .unknown)
+        for kind in TransportFailure.Kind.allCases where kind != .tlsTrust {
+            #expect(PushOutcome.transportFailure(TransportFailure(kind, "x")).meaning == .unknown, "\(kind)")
+        }
+        #expect(PushOutcome.transportFailure(TransportFailure(.tlsTrust, "TLS trust: x")).meaning == .untrusted,
+                "an untrusted server stops the run, it is not retried")
     }
 
     @Test func onlyErrorsAreServerFailuresOrPushbackNeverSlowAnswers() {
         #expect(AnswerMeaning.isServerFailure(Self.answer(503, "ServiceUnavailable")))
-        #expect(AnswerMeaning.isServerFailure(.transportFailure("curl error 28: timeout")))
+        #expect(AnswerMeaning.isServerFailure(.transportFailure(TransportFailure(.timedOut, "no answer"))))
         #expect(!AnswerMeaning.isServerFailure(Self.answer(429, "TooManyRequests")))
         #expect(AnswerMeaning.isPushback(Self.answer(429, "TooManyRequests")))
         #expect(!AnswerMeaning.isPushback(Self.answer(200)))

@@ -2,7 +2,7 @@ import HeraldCore
 @testable import HeraldDelivery
 import Testing
 
-/// The header block the nghttp2 engine hands to CHTTP2Client: `:path` first, every field once,
+/// The header block the sender hands to CHTTP2Client: `:path` first, every field once,
 /// and the fields that differ on every request (the path, apns-id) flagged so HPACK does not index
 /// them (HTTP2Client.h, h2_submit).
 @Suite struct FieldBlockTests {
@@ -26,14 +26,35 @@ import Testing
     @Test func thePathAndApnsIdAreFlaggedUniqueAndNothingElseIs() {
         let r = StreamingSenderTests.jobs(7...7)[0].request
         var block = FieldBlock()
-        let key = StreamSlot.HeaderKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
+        let key = FieldBlock.SharedKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
                                        collapseId: r.collapseId, expiration: r.expiration)
-        block.prepare(r, key: key, jwt: "header.claims.signature")
+        block.prepare(r, for: .devices, key: key, jwt: "header.claims.signature")
         let fields = Self.unpack(block.bytes)
         #expect(fields.first?.0 == ":path" && fields.first?.1 == "/3/device/" + String(format: "%064x", 7))
         #expect(Set(fields.filter(\.2).map(\.0)) == [":path", "apns-id"], "\(fields)")
         #expect(fields.map(\.0) == [":path", "apns-id", "content-length", "apns-topic", "apns-push-type", "apns-priority",
                                     "apns-collapse-id", "authorization"], "\(fields.map(\.0))")
         #expect(fields.contains { $0.0 == "authorization" && $0.1 == "bearer header.claims.signature" })
+    }
+
+    /// A broadcast (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns):
+    /// the app's path, the channel and request ids, push type liveactivity, priority and expiration
+    /// always, and no apns-topic or apns-id.
+    @Test func aBroadcastCarriesItsChannelAndRequestIdAndNoTopic() {
+        var r = StreamingSenderTests.jobs(9...9)[0].request
+        r.apnsId = "0d5a1b2c-0000-4000-8000-000000000009"
+        r.priority = 5
+        var block = FieldBlock()
+        let key = FieldBlock.SharedKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                                       collapseId: nil, expiration: nil)
+        block.prepare(r, for: .broadcasts(bundleId: "com.example.game"), key: key, jwt: "h.c.s")
+        let fields = Self.unpack(block.bytes)
+        #expect(fields.map(\.0) == [":path", "apns-channel-id", "apns-request-id", "content-length", "apns-push-type", "apns-priority",
+                                    "apns-expiration", "authorization"], "\(fields.map(\.0))")
+        let value = { (name: String) in fields.first { $0.0 == name }?.1 }
+        #expect(value(":path") == "/4/broadcasts/apps/com.example.game")
+        #expect(value("apns-channel-id") == r.token.hex && value("apns-request-id") == r.apnsId)
+        #expect(value("apns-push-type") == "liveactivity" && value("apns-priority") == "5" && value("apns-expiration") == "0")
+        #expect(Set(fields.filter(\.2).map(\.0)) == ["apns-channel-id", "apns-request-id"], "\(fields)")
     }
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// CHTTP2Client's connection on its own, against the in-process simulator: what nghttp2 does with
 /// requests it holds in its queue, which the worker above never sees.
-@Suite(.serialized, .enabled(if: EnginesUnderTest.includesNghttp2)) struct HTTP2ClientTests {
+@Suite(.serialized) struct HTTP2ClientTests {
     /// `unique`: flag the path as a value that changes per request (HTTP2Client.h).
     static func fields(path: String, unique: Bool = false) -> [UInt8] {
         var out: [UInt8] = []

@@ -6,16 +6,15 @@ import HeraldTestSupport
 import Testing
 import X509
 
-/// The nghttp2 engine (`apns.engine: nghttp2`: `Nghttp2Worker` over CHTTP2Client) against the
-/// in-process simulator over TLS + HTTP/2 on 127.0.0.1, with the simulator's request log as the
-/// witness: the same promises the libcurl engine keeps (StreamingSenderTests).
-@Suite(.serialized, .enabled(if: EnginesUnderTest.includesNghttp2)) struct Nghttp2EngineTests {
+/// The sender's connections (`Nghttp2Worker` over CHTTP2Client) against the in-process simulator
+/// over TLS + HTTP/2 on 127.0.0.1, with the simulator's request log as the witness.
+@Suite(.serialized) struct Nghttp2EngineTests {
     typealias Fixture = StreamingSenderTests.Fixture
 
     static func sender(_ f: Fixture, streams: Int = 50, connections: Int = 1, requestTimeoutMs: Int = 10_000, idleTimeoutMs: Int = 600_000,
                        token: ProviderToken? = nil) throws -> APNsSender {
         try APNsSender(settings: f.settings(streams: streams, requestTimeoutMs: requestTimeoutMs, idleTimeoutMs: idleTimeoutMs),
-                       connections: connections, token: token ?? f.token(), engine: .nghttp2)
+                       connections: connections, token: token ?? f.token())
     }
 
     static func stream(_ sender: APNsSender, _ all: [PushJob], ahead: Int) -> [PushResult] {
@@ -115,7 +114,7 @@ import X509
         #expect(results.count == 5)
         for r in results {
             guard case .transportFailure(let why) = r.outcome else { Issue.record("\(r.outcome)"); continue }
-            #expect(why.contains("no answer within the request timeout (300 ms)"), "\(why)")
+            #expect(why.detail.contains("no answer within the request timeout (300 ms)"), "\(why)")
         }
         #expect(results.allSatisfy { $0.event > 0 }, "a transport failure is an event for the circuit breaker")
     }
@@ -126,10 +125,10 @@ import X509
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
         let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(f.sim.port)", trust: .system, maxStreams: 10)
-        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token(), engine: .nghttp2)
+        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
         let results = Self.stream(sender, StreamingSenderTests.jobs(1...3), ahead: 3)
         sender.shutdown()
-        #expect(results.count == 3 && results.allSatisfy { $0.outcome.isTrustFailure }, "\(results.map(\.outcome))")
+        #expect(results.count == 3 && results.allSatisfy { $0.outcome.meaning == .untrusted }, "\(results.map(\.outcome))")
         #expect(f.sim.requestLog.count == 0)
     }
 
@@ -144,11 +143,11 @@ import X509
         let f = try Fixture { $0.tls = .files(certificatePEMPath: certificate, privateKeyPEMPath: key) }
         defer { try? f.sim.shutdown() }
         let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(f.sim.port)", trust: .caPEM(ca.certificatePEM), maxStreams: 10)
-        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token(), engine: .nghttp2)
+        let sender = try APNsSender(settings: settings, connections: 1, token: try f.token())
         let results = Self.stream(sender, StreamingSenderTests.jobs(1...2), ahead: 2)
         sender.shutdown()
-        #expect(results.count == 2 && results.allSatisfy { $0.outcome.isTrustFailure }, "\(results.map(\.outcome))")
-        #expect(results.allSatisfy { if case .transportFailure(let why) = $0.outcome { why.contains("IP address mismatch") } else { false } },
+        #expect(results.count == 2 && results.allSatisfy { $0.outcome.meaning == .untrusted }, "\(results.map(\.outcome))")
+        #expect(results.allSatisfy { if case .transportFailure(let why) = $0.outcome { why.detail.contains("IP address mismatch") } else { false } },
                 "\(results.map(\.outcome))")
         #expect(f.sim.requestLog.count == 0)
     }
@@ -159,7 +158,7 @@ import X509
         let port = try FreePort.next()
         let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(port)", trust: .caPEM("not a certificate"), maxStreams: 10)
         do {
-            _ = try APNsSender(settings: settings, connections: 1, token: nil, engine: .nghttp2)
+            _ = try APNsSender(settings: settings, connections: 1, token: nil)
             Issue.record("a sender was built without a usable CA")
         } catch {
             guard case .engine(let why) = error else { Issue.record("\(error)"); return }
@@ -170,13 +169,13 @@ import X509
     @Test func nothingListeningIsAConnectFailureThatBacksOff() throws {
         let port = try FreePort.next()
         let settings = ConnectionSettings(baseURL: "https://127.0.0.1:\(port)", trust: .system, maxStreams: 10, connectTimeoutMs: 1_000)
-        let sender = try APNsSender(settings: settings, connections: 1, token: nil, engine: .nghttp2)
+        let sender = try APNsSender(settings: settings, connections: 1, token: nil)
         let results = Self.stream(sender, StreamingSenderTests.jobs(1...4), ahead: 4)
         sender.shutdown()
         #expect(results.count == 4)
         for r in results {
             guard case .transportFailure(let why) = r.outcome else { Issue.record("\(r.outcome)"); continue }
-            #expect(why.contains("could not connect") && !r.outcome.isTrustFailure, "\(why)")
+            #expect(why.kind == .connectFailed && why.detail.contains("could not connect"), "\(why)")
         }
         #expect(sender.counters.connectionsOpened == 0)
     }
@@ -186,7 +185,7 @@ import X509
         var settings = f.settings(streams: streams)
         settings.proxy = try ProxySettings.resolve(.http(url: proxy.url, userEnv: "U", passwordEnv: "P"),
                                                    environment: ["U": "herald", "P": password])
-        return try APNsSender(settings: settings, connections: connections, token: try f.token(), engine: .nghttp2)
+        return try APNsSender(settings: settings, connections: connections, token: try f.token())
     }
 
     @Test func pushesGoThroughTheProxysTunnelWithItsCredentials() throws {
@@ -214,15 +213,15 @@ import X509
         #expect(results.count == 3)
         for r in results {
             guard case .transportFailure(let why) = r.outcome else { Issue.record("\(r.outcome)"); continue }
-            #expect(why.contains("via http://127.0.0.1:\(proxy.port) (with credentials)") && why.contains("refused to open a tunnel (HTTP 407)"), "\(why)")
-            #expect(!why.contains("not-it-42") && !why.contains("herald:"), "\(why)")
+            #expect(why.detail.contains("via http://127.0.0.1:\(proxy.port) (with credentials)") && why.detail.contains("refused to open a tunnel (HTTP 407)"), "\(why)")
+            #expect(!why.detail.contains("not-it-42") && !why.detail.contains("herald:"), "\(why)")
         }
         #expect(proxy.refused >= 1 && proxy.tunnels == 0 && f.sim.requestLog.count == 0)
     }
 }
 
 /// Certificate authentication on the nghttp2 engine: the identity is handed to OpenSSL in memory.
-@Suite(.serialized, .enabled(if: EnginesUnderTest.includesNghttp2)) struct Nghttp2CertificateAuthTests {
+@Suite(.serialized) struct Nghttp2CertificateAuthTests {
     let dir = TemporaryDirectory("nghttp2-cert-auth")
 
     @Test(arguments: ["p12", "encrypted pem", "pem files"])
@@ -236,7 +235,7 @@ import X509
                                                       environment: ["P": files.password])
         default: ClientIdentity(certificatePEMPath: files.certificate, privateKeyPEMPath: files.key)
         }
-        let sender = try APNsSender(settings: f.settings(identity), connections: 1, token: nil, engine: .nghttp2)
+        let sender = try APNsSender(settings: f.settings(identity), connections: 1, token: nil)
         let results = try sender.send(CertificateAuthTests.requests(20))
         sender.shutdown()
         #expect(results.allSatisfy { $0.outcome.isOK }, "\(results.map(\.outcome))")
@@ -247,7 +246,7 @@ import X509
     @Test func withoutTheCertificateTheServerHangsUpAndNothingIsProcessed() throws {
         let f = try CertificateAuthTests.Fixture(dir: dir)
         defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(nil), connections: 1, token: nil, engine: .nghttp2)
+        let sender = try APNsSender(settings: f.settings(nil), connections: 1, token: nil)
         let results = StreamingSenderTests.stream(sender, StreamingSenderTests.jobs(1...3), ahead: 3)
         sender.shutdown()
         #expect(results.count == 3 && results.allSatisfy { $0.outcome.isTransportFailure }, "\(results.map(\.outcome))")

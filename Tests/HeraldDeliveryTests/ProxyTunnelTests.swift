@@ -60,7 +60,7 @@ import Testing
                 try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: ["https_proxy": value])
             } throws: { error in
                 let text = "\(error)"
-                return text.contains(expected) && text.contains("apns.engine nghttp2") && !text.contains("pw")
+                return text.contains(expected) && text.contains("APNs connection: ") && !text.contains("pw")
             }
         }
     }

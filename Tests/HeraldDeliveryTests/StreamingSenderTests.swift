@@ -61,107 +61,20 @@ import Testing
         return out
     }
 
-    @Test func everyJobIsAnsweredOnceAcrossConnectionsSharingOneJWT() throws {
-        let f = try Fixture()
-        defer { try? f.sim.shutdown() }
-        let token = try f.token()
-        let sender = try APNsSender(settings: f.settings(streams: 40), connections: 2, token: token)
-        let results = Self.stream(sender, Self.jobs(1...1_000), ahead: 160)
-        sender.shutdown()
-        #expect(results.count == 1_000)
-        #expect(Set(results.map(\.index)) == Set(1...1_000))
-        #expect(results.allSatisfy { $0.outcome.status == 200 && $0.httpVersion == 20 })
-        let log = f.sim.requestLog.entries()
-        #expect(log.count == 1_000)
-        #expect(Set(log.map(\.connection)).count == 2, "two connections, both used")
-        #expect(Set(log.compactMap(\.jwtIat)).count == 1 && token.signedCount == 1, "one JWT for every connection")
-        #expect(sender.counters.connectionsOpened == 2 && sender.counters.jwtsSigned == 1)
-        // The header list is reused with the apns-id patched in place: each request carries its own.
-        #expect(Set(log.compactMap { $0.headers["apns-id"] }).count == 1_000)
-        #expect(log.allSatisfy { $0.headers["apns-id"] == $0.apnsId && $0.headers["apns-collapse-id"] == "herald:test" })
-        // Only Apple's headers and the body's length: libcurl's default Accept, Expect and
-        // form Content-Type are suppressed, and every extra byte costs libcurl's per-byte
-        // header formatting on each request.
-        #expect(log.allSatisfy { $0.otherHeaderNames == ["content-length"] }, "\(Set(log.map(\.otherHeaderNames)))")
-    }
-
-    /// libcurl 7.88 asks nghttp2 for an RST_STREAM after every stream that ended normally (RFC
-    /// 9113 forbids frames on a closed stream); Sources/CCurlNghttp2/closed_streams.c drops those. Every
-    /// stream but the connection's first takes that path, so a missing drop means libcurl's
-    /// call does not reach the filter.
-    @Test func aStreamThatEndedNormallyGetsNoResetStream() throws {
-        let f = try Fixture()
-        defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(streams: 50), connections: 1, token: try f.token())
-        let results = Self.stream(sender, Self.jobs(1...200), ahead: 100)
-        sender.shutdown()
-        #expect(results.count == 200 && results.allSatisfy { $0.outcome.status == 200 })
-        #expect(f.sim.requestLog.entries().count == 200)
-        let resets = sender.probe.shim
-        if shimEngaged(.closedStreams) {
-            #expect(resets.resetsDropped >= 199 && resets.resetsDropped <= 200, "\(resets)")
-            #expect(resets.resetsPassed == 0, "no stream was open when its transfer ended: \(resets)")
-        } else {
-            // Off is off: libcurl 7.88's reset of every finished stream reaches nghttp2.
-            #expect(resets.resetsDropped == 0 && resets.resetsPassed >= 199, "\(resets)")
-        }
-    }
-
-    /// NIO answers streams opened after its GOAWAY with RST_STREAM REFUSED_STREAM
-    /// (ConnectionStreamsState: createdStreamAfterGoaway → .refusedStream); libcurl 7.88 retries
-    /// a refused stream itself on a new connection. A refused stream was never processed, so the
-    /// retry is no duplicate: the log must show each apns-id answered 200 exactly once.
-    @Test func refusedStreamsAfterGoawayAreRetriedByLibcurlWithoutDuplicates() throws {
-        let f = try Fixture { $0.faults.goawayAfter = 60 }
-        defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(streams: 50), connections: 1, token: try f.token())
-        var results = Self.stream(sender, Self.jobs(1...600), ahead: 100)
-        // A request refused 5 times (each connection here serves 60 requests, 100 are in flight)
-        // is given up by libcurl ("Connection died, tried 5 times before giving up"), and a stream
-        // racing a GOAWAY can fail ("Error in the HTTP2 framing layer"): transport failures the
-        // runner resends with the same apns-id. Resend those, as the runner does.
-        var resent: Set<Int> = []
-        for _ in 0..<5 {
-            let lost = Set(results.filter { $0.outcome.isTransportFailure }.map(\.index))
-            if lost.isEmpty { break }
-            resent.formUnion(lost)
-            results = results.filter { !lost.contains($0.index) } + Self.stream(sender, Self.jobs(1...600).filter { lost.contains($0.index) }, ahead: 100)
-        }
-        sender.shutdown()
-        #expect(results.count == 600 && results.allSatisfy { $0.outcome.status == 200 })
-        let log = f.sim.requestLog.entries()
-        let answered200 = log.filter { $0.status == 200 && $0.outcome == .answered }.compactMap(\.apnsId)
-        #expect(Set(answered200).count == 600)
-        // A request whose answer was lost with its connection (the server processed it, then the
-        // connection closed under a GOAWAY before the answer was read: seen on a loaded machine, 6
-        // of 600) is outcome unknown, and resending it with the same apns-id is the documented
-        // behaviour. Only those may be processed twice; a refused stream, retried by libcurl
-        // itself, never: it is not in `resent`.
-        let resentIds = Set(Self.jobs(1...600).filter { resent.contains($0.index) }.map(\.request.apnsId))
-        let processedTwice = Dictionary(grouping: answered200, by: { $0 }).filter { $0.value.count > 1 }.keys
-        #expect(processedTwice.allSatisfy { resentIds.contains($0) }, "no request processed twice unless the runner resent it")
-        #expect(log.count == answered200.count, "refused streams never reached the log: they were not processed")
-        #expect(f.sim.requestLog.stats().connections >= 10, "600 requests at 60 per connection")
-        #expect(sender.counters.connectionsOpened == f.sim.requestLog.stats().connections, "every connection libcurl opened is counted")
-    }
-
-    /// On both engines (`apns.engine`).
-    @Test(arguments: EnginesUnderTest.all)
-    func anExpiredProviderTokenIsResignedOnceAndRetriedOnFreshConnections(engine: String) throws {
+    @Test
+    func anExpiredProviderTokenIsResignedOnceAndRetriedOnFreshConnections() throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
         // The first token is signed two hours in the past: APNs calls it expired.
         let calls = Atomic<Int>(0)
         let token = try f.token { calls.add(1, ordering: .relaxed).newValue == 1 ? Date().addingTimeInterval(-7200) : Date() }
-        let sender = try APNsSender(settings: f.settings(streams: 20), connections: 2, token: token, engine: DeliveryEngine(rawValue: engine)!)
+        let sender = try APNsSender(settings: f.settings(streams: 20), connections: 2, token: token)
         let first = Self.stream(sender, Self.jobs(1...100), ahead: 100)
         // Requests that started after the first expiry already carry the new token. APNs allows one
-        // stream until a request authenticates: the nghttp2 engine opens the connection before it
-        // takes jobs, so each of its two connections starts one request with the old token and no
-        // more; libcurl takes a connection's twenty at once and queues them itself.
+        // stream until a request authenticates: the worker opens the connection before it takes
+        // jobs, so each of its two connections starts one request with the old token and no more.
         let expired = first.filter { $0.outcome.reason == "ExpiredProviderToken" }
-        let expectedExpired = engine == "nghttp2" ? 1...2 : 20...100
-        #expect(expectedExpired.contains(expired.count), "\(expired.count) expired")
+        #expect((1...2).contains(expired.count), "\(expired.count) expired")
         #expect(first.allSatisfy { $0.outcome.status == 200 || $0.outcome.reason == "ExpiredProviderToken" })
         let again = Self.stream(sender, Self.jobs(1...100).filter { j in expired.contains { $0.index == j.index } }, ahead: 100)
         sender.shutdown()
@@ -174,12 +87,11 @@ import Testing
         #expect(!log.contains { $0.reason == "TooManyProviderTokenUpdates" })
     }
 
-    /// On both engines (`apns.engine`).
-    @Test(arguments: EnginesUnderTest.all)
-    func anIdleConnectionIsClosedAndReopenedWhenWorkComes(engine: String) throws {
+    @Test
+    func anIdleConnectionIsClosedAndReopenedWhenWorkComes() throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(idleTimeoutMs: 300), connections: 1, token: try f.token(), engine: DeliveryEngine(rawValue: engine)!)
+        let sender = try APNsSender(settings: f.settings(idleTimeoutMs: 300), connections: 1, token: try f.token())
         #expect(Self.stream(sender, Self.jobs(1...20), ahead: 20).allSatisfy { $0.outcome.status == 200 })
         // The worker closes the connection 300 ms after its last answer, with no new work to wake it.
         #expect(waitUntil(timeout: 10) { f.sim.requestLog.stats().connectionsClosed == 1 }, "the idle connection is closed")
@@ -189,29 +101,11 @@ import Testing
         #expect(sender.counters.connectionsOpened == 2)
     }
 
-    @Test func anAnswerThatNeverComesTimesOutAsATransportFailure() throws {
-        let f = try Fixture { $0.faults.latencyMs = 3_000 }
-        defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(requestTimeoutMs: 300), connections: 1, token: try f.token())
-        let started = Date()
-        let results = Self.stream(sender, Self.jobs(1...5), ahead: 5)
-        #expect(Date().timeIntervalSince(started) < 2.5, "bounded by the request timeout, not the server")
-        sender.shutdown()
-        for r in results {
-            guard case .transportFailure(let why) = r.outcome else { Issue.record("\(r.outcome)"); continue }
-            #expect(why.contains("curl error 28"), "\(why)")
-        }
-        // A timed-out stream is still open: its reset must reach nghttp2, not be dropped.
-        let resets = sender.probe.shim
-        #expect(resets.resetsPassed >= 5 && resets.resetsDropped == 0, "\(resets)")
-    }
-
-    /// On both engines (`apns.engine`).
-    @Test(arguments: EnginesUnderTest.all)
-    func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests(engine: String) throws {
+    @Test
+    func withdrawnJobsNeverLeaveAndAPauseHoldsNewRequests() throws {
         let f = try Fixture()
         defer { try? f.sim.shutdown() }
-        let sender = try APNsSender(settings: f.settings(), connections: 1, token: try f.token(), engine: DeliveryEngine(rawValue: engine)!)
+        let sender = try APNsSender(settings: f.settings(), connections: 1, token: try f.token())
         let resumes = Date().addingTimeInterval(0.5)
         sender.pause(until: resumes)
         sender.submit(Self.jobs(1...30))

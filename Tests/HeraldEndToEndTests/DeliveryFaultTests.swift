@@ -2,7 +2,7 @@ import Foundation
 import HeraldTestSupport
 import Testing
 
-/// The delivery engine under the faults APNs produces, on the built `herald run` against the
+/// The sender under the faults APNs produces, on the built `herald run` against the
 /// in-process simulator (real TLS + HTTP/2 on 127.0.0.1), with the simulator's request log as
 /// the witness of what was sent.
 @Suite(.serialized) struct DeliveryFaultTests {
@@ -12,8 +12,7 @@ import Testing
 
     func run(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
 
-    func writeJob(_ name: String, tokens: [String], connections: Int = 2, streams: Int = 50, simulator: String, extra: String = "",
-                  engine: String = "libcurl") throws -> String {
+    func writeJob(_ name: String, tokens: [String], connections: Int = 2, streams: Int = 50, simulator: String, extra: String = "") throws -> String {
         try dir.writeGzip("data/\(name).csv.gz", (["token"] + tokens).joined(separator: "\n") + "\n")
         return try dir.write("jobs/\(name).yaml", """
             campaign: \(name)
@@ -23,7 +22,6 @@ import Testing
               topic: com.example.app
               connections: \(connections)
               streams_per_connection: \(streams)
-              engine: \(engine)
               simulator: { log: ../out/\(name).ndjson, \(simulator) }
             push:
               template: { aps: { alert: "hello" } }
@@ -80,13 +78,13 @@ import Testing
     /// and GOAWAY every 150 requests per connection, or a TCP reset (answer lost after processing)
     /// every 200 (one connection fault per run: the simulator counts per connection, so a reset
     /// period longer than the GOAWAY period would never fire).
-    /// Both engines (`apns.engine`), each under both connection faults.
-    @Test(arguments: ["goaway_after: 150", "close_after: 200"], EnginesUnderTest.all)
-    func underFaultsEveryValidTokenIsSentExactlyOnce(connectionFault: String, engine: String) throws {
-        let name = (connectionFault.hasPrefix("goaway") ? "faults-goaway-" : "faults-reset-") + engine
+    /// Under both connection faults.
+    @Test(arguments: ["goaway_after: 150", "close_after: 200"])
+    func underFaultsEveryValidTokenIsSentExactlyOnce(connectionFault: String) throws {
+        let name = (connectionFault.hasPrefix("goaway") ? "faults-goaway-" : "faults-reset-")
         let tokens = (1...1_500).map { Self.token($0) }
         let job = try writeJob(name, tokens: tokens, simulator: "p503: 0.02, p429: 0.01, seed: 11, latency_jitter_ms: 3, \(connectionFault)",
-                               extra: "retry: { max_attempts: 12 }", engine: engine)
+                               extra: "retry: { max_attempts: 12 }")
         let r = try run(["run", job])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let entries = try log(name)
@@ -123,12 +121,12 @@ import Testing
 
     /// The simulator calls any token older than a second expired: herald re-signs, moves to fresh
     /// connections (a connection never switches tokens sooner than Apple allows) and resends.
-    @Test(arguments: EnginesUnderTest.all)
-    func expiredProviderTokensAreResignedAndTheRunFinishes(engine: String) throws {
+    @Test
+    func expiredProviderTokensAreResignedAndTheRunFinishes() throws {
         let tokens = (1...1_200).map { Self.token($0) }
         // 2 × 3 streams at 15 ms per answer: at most ~400/s, so the run lasts 3 s or more.
-        let name = "expired-" + engine
-        let job = try writeJob(name, tokens: tokens, connections: 2, streams: 3, simulator: "jwt_max_age: 1s, latency_ms: 15", engine: engine)
+        let name = "expired-"
+        let job = try writeJob(name, tokens: tokens, connections: 2, streams: 3, simulator: "jwt_max_age: 1s, latency_ms: 15")
         let r = try run(["run", job])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let entries = try log(name)

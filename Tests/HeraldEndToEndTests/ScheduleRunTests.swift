@@ -186,12 +186,7 @@ import Glibc
         // that can trail the write by some hundreds of milliseconds. A push taken from the queue
         // after the boundary would arrive up to 20 seconds later.
         let late = sent.filter { $0.ms >= closes * 1000 + 1500 }
-        // The libcurl engine hands requests to its multi handle, which queues those above the
-        // server's stream limit itself, out of herald's reach; that engine is being removed.
-        let libcurl = ProcessInfo.processInfo.environment["HERALD_APNS_ENGINE"] == "libcurl"
-        withKnownIssue("libcurl queues requests above the server's stream limit inside its multi handle", isIntermittent: true) {
-            #expect(late.isEmpty, "\(late.count) of \(sent.count) arrived after the window closed, the last \(((late.last?.ms ?? 0) - closes * 1000)) ms late")
-        } when: { libcurl }
+        #expect(late.isEmpty, "\(late.count) of \(sent.count) arrived after the window closed, the last \(((late.last?.ms ?? 0) - closes * 1000)) ms late")
         let status = try herald(["status", path])
         #expect(status.stdout.contains("\(400 - sent.count) for their local window"), "nobody lost: \(status.stdout)")
     }

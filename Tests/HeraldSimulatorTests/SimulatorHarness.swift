@@ -1,3 +1,4 @@
+internal import CHTTP2Client
 import Crypto
 import Foundation
 import HeraldCore
@@ -6,8 +7,9 @@ import HeraldSimulator
 import HeraldTestSupport
 import Testing
 
-/// A simulator on an ephemeral loopback port and herald's own libcurl HTTP/2 client pointed at
-/// it over TLS. Each `connection()` is a fresh APNsConnection, i.e. a fresh HTTP/2 connection.
+/// A simulator on an ephemeral loopback port and herald's own HTTP/2 client (CHTTP2Client, as the
+/// sender connects: `Nghttp2Endpoint`, `FieldBlock`) pointed at it over TLS. Each `connection()`
+/// is a fresh `TestConnection`, i.e. a fresh HTTP/2 connection.
 struct SimulatorHarness {
     static let bundle = "com.example.app"
     let key = TestKey()
@@ -31,8 +33,8 @@ struct SimulatorHarness {
 
     func shutdown() { try? sim.shutdown() }
 
-    func connection(streams: Int = 100, identity: ClientIdentity? = nil, timeoutMs: Int = 10_000) throws -> APNsConnection {
-        try APNsConnection(settings: ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM),
+    func connection(streams: Int = 100, identity: ClientIdentity? = nil, timeoutMs: Int = 10_000) throws -> TestConnection {
+        try TestConnection(settings: ConnectionSettings(baseURL: "https://127.0.0.1:\(sim.port)", trust: .caPEM(sim.caCertificatePEM),
                                                         identity: identity, maxStreams: streams, requestTimeoutMs: timeoutMs))
     }
 
@@ -73,7 +75,8 @@ enum Push {
     static func many(_ n: Int, prefix: String = "") -> [PushRequest] { (1...n).map { request($0, prefix: prefix) } }
 }
 
-/// A request PushRequest cannot express, sent through the same client (`APNsConnection.transfer`).
+/// A request PushRequest cannot express (another method, path or header set), sent as a one-off
+/// HTTP/2 request (`HTTPCall`, libcurl).
 struct RawRequest {
     var method: String?
     var path: String
@@ -90,11 +93,111 @@ struct RawRequest {
 
 extension SimulatorHarness {
     func send(raw: RawRequest) throws -> PushOutcome {
-        let conn = try connection()
-        let results = try conn.transfer(count: 1) { (e: CurlEasy, _: Int) throws(DeliveryError) in
-            try e.prepare(url: "https://127.0.0.1:\(sim.port)\(raw.path)", payload: raw.body, headerLines: raw.headerLines, method: raw.method)
+        var call = HTTPCall(method: raw.method ?? "POST", url: "https://127.0.0.1:\(sim.port)\(raw.path)", headers: raw.headerLines, body: raw.body)
+        call.trust = .caPEM(sim.caCertificatePEM)
+        switch call.perform() {
+        case .success(let answer):
+            return ResponseBody.outcome(status: answer.status, apnsId: answer.headers["apns-id"]) { answer.body }
+        case .failure(let error):
+            return .transportFailure(TransportFailure(.connectionLost, "\(error)"))
         }
-        return results[0].outcome
+    }
+}
+
+/// An HTTP/2 client of the simulator that sends each batch with the `authorization` the test
+/// chooses (a forged or hand-made token included) and waits for it: the simulator's behaviour per
+/// connection (a token changed on it, streams refused, GOAWAY, a cut) is what these tests look at.
+/// It keeps one connection while the server keeps it; after a GOAWAY or a loss the next request
+/// opens a new one, and a request the server never processed (refused, or never sent under a
+/// GOAWAY) is sent again there, as an HTTP client may (RFC 9113 §8.7). A request whose connection
+/// died under it comes back as a transport failure.
+final class TestConnection {
+    private let settings: ConnectionSettings
+    private let endpoint: Nghttp2Endpoint
+    private var handle: OpaquePointer?
+    private var fields = FieldBlock()
+    private var generation = 0
+    private var lastAuthorization: String??
+
+    init(settings: ConnectionSettings) throws {
+        self.settings = settings
+        endpoint = try Nghttp2Endpoint(settings)
+    }
+
+    deinit { if let handle { h2_close(handle) } }
+
+    func send(_ requests: [PushRequest], authorization: String?) throws -> [PushResult] {
+        if lastAuthorization != .some(authorization) { generation += 1; lastAuthorization = .some(authorization) }
+        var results: [PushResult] = []
+        var pending = Array(requests.indices)
+        for _ in 0..<5 where !pending.isEmpty {
+            if let h = handle, h2_goaway(h, nil, nil, nil) != 0 { h2_close(h); handle = nil }
+            if handle == nil {
+                switch endpoint.connect() {
+                case .success(let h): handle = h
+                case .failure(let f):
+                    return (results + pending.map { PushResult(index: $0, outcome: .transportFailure(f), httpVersion: 0) }).sorted { $0.index < $1.index }
+                }
+            }
+            let (done, again) = try batch(requests, pending, authorization: authorization)
+            results += done
+            pending = again
+        }
+        results += pending.map { PushResult(index: $0, outcome: .transportFailure(TransportFailure(.neverSent, "refused five times")), httpVersion: 0) }
+        return results.sorted { $0.index < $1.index }
+    }
+
+    /// Sends `indices` on the current connection: their results, and those never processed.
+    private func batch(_ requests: [PushRequest], _ indices: [Int], authorization: String?) throws -> ([PushResult], [Int]) {
+        guard let handle else { return ([], indices) }
+        var results: [PushResult] = []
+        var again: [Int] = []
+        var next = 0, open = 0
+        var err = [CChar](repeating: 0, count: 512)
+        let deadline = Date().addingTimeInterval(Double(settings.requestTimeoutMs) / 1000 + 5)
+        while next < indices.count || open > 0 {
+            while next < indices.count && open < settings.maxStreams {
+                let i = indices[next]
+                let r = requests[i]
+                fields.prepare(r, for: .devices, key: FieldBlock.SharedKey(generation: generation, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                                                                          collapseId: r.collapseId, expiration: r.expiration), jwt: authorization)
+                let id = fields.bytes.withUnsafeBufferPointer { f in
+                    r.payload.withUnsafeBufferPointer { b in h2_submit(handle, f.baseAddress, f.count, b.baseAddress, b.count, UInt64(i)) }
+                }
+                if id > 0 { open += 1 } else { again.append(i) }
+                next += 1
+            }
+            let state = h2_turn(handle, &err, err.count)
+            var count = 0
+            if let answers = h2_answers(handle, &count), count > 0 {
+                for k in 0..<count {
+                    let a = answers[k]
+                    open -= 1
+                    if a.complete != 0 {
+                        let apnsId = a.apns_id_len > 0 ? withUnsafeBytes(of: a.apns_id) { String(decoding: $0.prefix(Int(a.apns_id_len)), as: UTF8.self) } : nil
+                        let outcome = ResponseBody.outcome(status: Int(a.status), apnsId: apnsId) {
+                            a.body.map { Array(UnsafeBufferPointer(start: $0, count: a.body_len)) } ?? []
+                        }
+                        results.append(PushResult(index: Int(a.cookie), outcome: outcome))
+                    } else if a.not_sent != 0 || a.reset_code == 7 {
+                        again.append(Int(a.cookie))
+                    } else {
+                        results.append(PushResult(index: Int(a.cookie), outcome: .transportFailure(TransportFailure(.connectionLost, "no answer")), httpVersion: 0))
+                    }
+                }
+                h2_clear_answers(handle)
+            }
+            if state != 0 {
+                // The connection ended and answered every open stream; the rest goes on a new one.
+                h2_close(handle)
+                self.handle = nil
+                return (results, again + indices[next...])
+            }
+            if Date() > deadline { throw TransportFailure(.timedOut, "no answer from the simulator in time") }
+            var fds = [pollfd(fd: h2_fd(handle), events: Int16(POLLIN) | (h2_wants_write(handle) != 0 ? Int16(POLLOUT) : 0), revents: 0)]
+            _ = poll(&fds, 1, 50)
+        }
+        return (results, again)
     }
 }
 

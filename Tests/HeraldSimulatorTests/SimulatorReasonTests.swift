@@ -5,8 +5,8 @@ import HeraldSimulator
 import HeraldTestSupport
 import Testing
 
-/// Every reason the simulator answers, over TLS + HTTP/2 through herald's own libcurl client,
-/// each on a fresh connection. Statuses must be the ones `APNsReasonTable` gives.
+/// Every reason the simulator answers, over TLS + HTTP/2 through herald's own client
+/// (`TestConnection`; a malformed request through `HTTPCall`), each on a fresh connection. Statuses must be the ones `APNsReasonTable` gives.
 @Suite(.serialized) struct SimulatorReasonTests {
     enum Send {
         case push(PushRequest, authorization: String?)

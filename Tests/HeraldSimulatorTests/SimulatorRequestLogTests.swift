@@ -135,7 +135,7 @@ import Testing
         }
         defer { h.shutdown() }
         // Clients trust the certificate file itself (self-issued chains trust their CA instead).
-        let conn = try APNsConnection(settings: ConnectionSettings(baseURL: "https://127.0.0.1:\(h.sim.port)", trust: .caPEM(ca.certificatePEM)))
+        let conn = try TestConnection(settings: ConnectionSettings(baseURL: "https://127.0.0.1:\(h.sim.port)", trust: .caPEM(ca.certificatePEM)))
         #expect(try conn.send([Push.request(1)], authorization: try h.jwt())[0].outcome.status == 200)
         #expect(h.sim.caCertificatePEM == leaf.certificatePEM)
     }

@@ -1,9 +1,9 @@
 #ifndef HERALD_HTTP2_CLIENT_H
 #define HERALD_HTTP2_CLIENT_H
 
-// One HTTP/2 client connection over TLS, on nghttp2 and OpenSSL, for the nghttp2 delivery engine
-// (apns.engine: nghttp2). herald's policy (what to send, what an answer means, when to reconnect)
-// stays in Swift (HeraldDelivery/Nghttp2Worker.swift); this is the I/O under it. Why it exists
+// One HTTP/2 client connection over TLS, on nghttp2 and OpenSSL: herald's APNs transport, for
+// device pushes and broadcasts alike. herald's policy (what to send, what an answer means, when to
+// reconnect) stays in Swift (HeraldDelivery/Nghttp2Worker.swift); this is the I/O under it. Why it exists
 // rather than another libcurl handle: see connection.c.
 
 #include <stddef.h>
@@ -24,6 +24,8 @@ typedef enum {
     H2_ERR_MEMORY = 7,     // an allocation failed
     H2_ERR_PROXY = 8,      // the proxy answered CONNECT with something other than 2xx (the text has the status)
     H2_ERR_TLS_SETUP = 9,  // the TLS context could not be built: a CA, client certificate or key that cannot be used
+    H2_ERR_TLS_REFUSED = 10, // the server refused us with a TLS alert, during the handshake or (TLS 1.3: after the
+                             // client's Finished) before its SETTINGS: a client certificate it does not accept
 } h2_error_kind;
 
 // An HTTP proxy to reach the server through, with one CONNECT tunnel per connection (TLS stays
@@ -72,7 +74,7 @@ typedef struct {
     int32_t no_memory;      // 1: an allocation failed: with `lost`, the answer arrived but could not be kept
     uint16_t apns_id_len;
     uint16_t unique_id_len;
-    char apns_id[48];
+    char apns_id[48];       // apns-id, or a broadcast's apns-request-id
     char unique_id[48];
     uint8_t *body;          // the answer's body (Apple's JSON reason), up to 512 bytes, or NULL
     size_t body_len;
