@@ -196,14 +196,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         }
         let handle: OpaquePointer?
         if let tunnel {
-            handle = tunnel.host.withCString { h in
-                tunnel.port.withCString { p in
-                    Self.withOptionalCString(tunnel.authorization) { a in
-                        var proxy = h2_proxy(host: h, port: p, authorization: a)
-                        return connect(&proxy)
-                    }
-                }
-            }
+            handle = tunnel.withCProxy(connect)
         } else {
             handle = connect(nil)
         }
@@ -216,11 +209,6 @@ final class Nghttp2Worker: @unchecked Sendable {
         }
         shared.connectionsOpened.add(1, ordering: .relaxed)
         return Connection(handle)
-    }
-
-    private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-        guard let s else { return body(nil) }
-        return s.withCString { body($0) }
     }
 
     private func fail(_ jobs: some Sequence<PushJob>, why: String) {

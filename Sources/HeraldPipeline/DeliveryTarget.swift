@@ -89,10 +89,13 @@ final class DeliveryTarget {
 
     /// The certificate (file, password, key, validity) and the proxy credentials, read and checked
     /// before the audience is: a wrong password is exit 2 at once, not after reading a million rows.
-    static func loadCredentials(_ spec: JobSpec) throws(RunFailure) -> Credentials {
+    /// `forPushes`: so is a proxy the push connections cannot tunnel through, from the job or the
+    /// environment (`https://`); channel management (libcurl) can use one.
+    static func loadCredentials(_ spec: JobSpec, forPushes: Bool) throws(RunFailure) -> Credentials {
         do {
-            return Credentials(identity: try spec.apns.certificate.map { try ClientIdentity.load($0) },
-                               proxy: try spec.apns.proxy.map { try ProxySettings.resolve($0) })
+            let proxy = try spec.apns.proxy.map { try ProxySettings.resolve($0) }
+            if forPushes { try ProxyCheck.usable(proxy, baseURL: spec.apns.endpoint.baseURL ?? "https://127.0.0.1") }
+            return Credentials(identity: try spec.apns.certificate.map { try ClientIdentity.load($0) }, proxy: proxy)
         } catch let e as ClientCertificateError {
             throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
         } catch let e as ProxyError {
@@ -108,6 +111,16 @@ final class DeliveryTarget {
     /// as a connection error. Other failures are left to the send loop's retries.
     static func probe(_ settings: ConnectionSettings, spec: JobSpec) throws(RunFailure) {
         guard settings.identity != nil || (settings.proxy?.url != nil) else { return }
+        // A SOCKS5 proxy is asked through the engine's own tunnel, whose refusal is typed: to
+        // libcurl's probe a refusal and a network failure are the same curl error.
+        if let socks = ProxyCheck.socks(settings) {
+            if case .refused(let why, let credentials) = socks {
+                let hint = credentials ? " (apns.proxy user_env and password_env)" : ""
+                throw RunFailure(.usage, "\(spec.jobFile): apns.proxy \(settings.proxy?.url ?? "") refused the tunnel to APNs: \(why)\(hint). Nothing was sent")
+            }
+            // The client certificate is still judged by ConnectionProbe (TLS 1.2, below).
+            if settings.identity == nil { return }
+        }
         switch ConnectionProbe.run(settings, timeoutMs: settings.connectTimeoutMs) {
         case .accepted, .unreachable:
             return
