@@ -372,84 +372,6 @@ static int tcp_connect(const char *host, const char *port, int64_t deadline, int
     return fd;
 }
 
-// An HTTP proxy's tunnel (RFC 9110 §9.3.6): "CONNECT host:port", then the proxy's answer up to its
-// blank line. A 2xx opens the tunnel, and everything after is the server's TLS; anything else is
-// the proxy's refusal (407 wants credentials, 403 forbids the target). No byte follows the answer
-// before our ClientHello, so one read past it would be a broken proxy.
-static int proxy_tunnel(int fd, const h2_proxy *proxy, const char *host, const char *port, int64_t deadline,
-                        h2_error_kind *kind, char *err, size_t errlen) {
-    char req[2048];
-    const char *open_b = strchr(host, ':') ? "[" : "", *close_b = strchr(host, ':') ? "]" : "";
-    int n = snprintf(req, sizeof req, "CONNECT %s%s%s:%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s%sProxy-Connection: Keep-Alive\r\n\r\n",
-                     open_b, host, close_b, port, open_b, host, close_b, port,
-                     proxy->authorization ? "Proxy-Authorization: " : "", proxy->authorization ? proxy->authorization : "",
-                     proxy->authorization ? "\r\n" : "");
-    if (n < 0 || (size_t)n >= sizeof req) {
-        explicit_bzero(req, sizeof req);
-        *kind = H2_ERR_PROXY;
-        set_err(err, errlen, "the proxy request is too long%s", "");
-        return -1;
-    }
-    const char *why = NULL;
-    for (int sent = 0; sent < n && !why;) {
-        ssize_t w = send(fd, req + sent, (size_t)(n - sent), MSG_NOSIGNAL);
-        if (w > 0) { sent += (int)w; continue; }
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_fd(fd, POLLOUT, deadline);
-            if (r <= 0) why = r == 0 ? "timed out" : strerror(errno);
-            continue;
-        }
-        why = strerror(errno);
-    }
-    explicit_bzero(req, sizeof req);
-    char answer[8192];
-    size_t got = 0;
-    char *end = NULL;
-    while (!why && !end) {
-        if (got == sizeof answer - 1) { why = "its answer to CONNECT is too long"; break; }
-        ssize_t r = recv(fd, answer + got, sizeof answer - 1 - got, 0);
-        if (r > 0) {
-            got += (size_t)r;
-            answer[got] = 0;
-            end = strstr(answer, "\r\n\r\n");
-            continue;
-        }
-        if (r == 0) { why = "it closed the connection before answering CONNECT"; break; }
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int w = wait_fd(fd, POLLIN, deadline);
-            if (w <= 0) why = w == 0 ? "it did not answer CONNECT in time" : strerror(errno);
-            continue;
-        }
-        why = strerror(errno);
-    }
-    if (why) {
-        *kind = H2_ERR_CONNECT;
-        set_err(err, errlen, "proxy: %s", why);
-        return -1;
-    }
-    int status = 0;
-    if (sscanf(answer, "HTTP/1.%*1[01] %3d", &status) != 1 || status < 100) {
-        *kind = H2_ERR_PROXY;
-        set_err(err, errlen, "the proxy's answer to CONNECT is not HTTP/1.x%s", "");
-        return -1;
-    }
-    if (status < 200 || status > 299) {
-        char text[96];
-        snprintf(text, sizeof text, "%d", status);
-        *kind = H2_ERR_PROXY;
-        set_err(err, errlen, "the proxy refused to open a tunnel (HTTP %s)", text);
-        return -1;
-    }
-    if ((size_t)(end + 4 - answer) != got) {
-        *kind = H2_ERR_PROXY;
-        set_err(err, errlen, "the proxy sent bytes after its answer to CONNECT%s", "");
-        return -1;
-    }
-    return 0;
-}
-
 static int tls_handshake(h2_conn *c, SSL_CTX *ctx, const char *host, int64_t deadline, h2_error_kind *kind, char *err, size_t errlen) {
     c->ssl = SSL_new(ctx);
     if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
@@ -551,7 +473,7 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
         snprintf(why, sizeof why, "%s", err);
         snprintf(err, errlen, "the proxy: %s", why);
     }
-    if (c->fd >= 0 && proxy && proxy_tunnel(c->fd, proxy, host, port, deadline, kind, err, errlen) != 0) {
+    if (c->fd >= 0 && proxy && h2_proxy_open(c->fd, proxy, host, port, deadline, kind, err, errlen) != 0) {
         h2_close(c);
         return NULL;
     }

@@ -23,4 +23,8 @@ public enum ProxySpec: Sendable, Equatable {
     /// An HTTP proxy reached with `CONNECT host:443` (a tunnel: TLS stays end to end with APNs).
     /// Credentials come from environment variables, never from the URL or the job file.
     case http(url: String, userEnv: String?, passwordEnv: String?)
+    /// A SOCKS5 proxy (RFC 1928): `socks5://host:port` (herald resolves the APNs host and sends
+    /// its address) or `socks5h://host:port` (the proxy resolves it). Credentials, from the
+    /// environment like `http`'s, go to the proxy as RFC 1929's username and password.
+    case socks(url: String, userEnv: String?, passwordEnv: String?)
 }

@@ -19,8 +19,9 @@ public enum ConnectionProbe {
         case refused(String)
         /// The server's certificate did not verify.
         case untrusted(String)
-        /// The proxy refused the tunnel (the text says how: an HTTP status, a SOCKS reply).
-        case proxyRefused(String)
+        /// The proxy refused the tunnel (the text says how: an HTTP status, a SOCKS reply);
+        /// `credentials`: it wants them, or refused the ones given.
+        case proxyRefused(String, credentials: Bool)
         /// Anything else (no route, timeout, the server closed without a word): transient as far
         /// as the probe can tell; the send loop's own retries handle it.
         case unreachable(String)
@@ -37,7 +38,8 @@ public enum ConnectionProbe {
             switch f.kind {
             case .tlsRefused: return .refused(f.detail)
             case .tlsTrust: return .untrusted(f.detail)
-            case .proxyRefused: return .proxyRefused(f.detail)
+            case .proxyRefused: return .proxyRefused(f.detail, credentials: false)
+            case .proxyCredentials: return .proxyRefused(f.detail, credentials: true)
             default: return .unreachable(f.detail)
             }
         }

@@ -38,14 +38,7 @@ final class Nghttp2Endpoint: @unchecked Sendable {
         }
         let handle: OpaquePointer?
         if let tunnel {
-            handle = tunnel.host.withCString { h in
-                tunnel.port.withCString { p in
-                    Self.withOptionalCString(tunnel.authorization) { a in
-                        var proxy = h2_proxy(host: h, port: p, authorization: a)
-                        return connect(&proxy)
-                    }
-                }
-            }
+            handle = tunnel.withCProxy(connect)
         } else {
             handle = connect(nil)
         }
@@ -67,15 +60,11 @@ final class Nghttp2Endpoint: @unchecked Sendable {
         case H2_ERR_TLS_REFUSED: return .tlsRefused
         case H2_ERR_TLS, H2_ERR_TLS_SETUP: return .tlsHandshake
         case H2_ERR_PROXY: return .proxyRefused
+        case H2_ERR_PROXY_AUTH: return .proxyCredentials
         case H2_ERR_PROTOCOL: return .protocolError
         case H2_ERR_MEMORY: return .neverSent
         default: return .connectionLost
         }
-    }
-
-    private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-        guard let s else { return body(nil) }
-        return s.withCString { body($0) }
     }
 
     /// The C string in a buffer CHTTP2Client filled.

@@ -2,13 +2,13 @@ internal import CCurl
 import Foundation
 import HeraldCore
 
-/// How connections reach APNs (`apns.proxy`): directly, or through an HTTP proxy's CONNECT tunnel,
-/// inside which TLS (and the certificate or token) stays end to end between herald and APNs.
-/// Credentials are read from the environment when the run starts and go only to the proxy, through
-/// libcurl (CURLOPT_PROXYUSERNAME/PROXYPASSWORD) or the nghttp2 engine's tunnel (`ProxyTunnel`);
-/// `description` shows the URL alone.
+/// How connections reach APNs (`apns.proxy`): directly, or through a proxy's tunnel (HTTP CONNECT
+/// or SOCKS5), inside which TLS (and the certificate or token) stays end to end between herald and
+/// APNs. Credentials are read from the environment when the run starts and go only to the proxy,
+/// through libcurl (CURLOPT_PROXYUSERNAME/PROXYPASSWORD) or the nghttp2 engine's tunnel
+/// (`ProxyTunnel`); `description` shows the URL alone.
 public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// `http://host:port`, or nil to connect directly.
+    /// `http://host:port`, `socks5://host:port` or `socks5h://host:port`, or nil to connect directly.
     public let url: String?
     let user: String?
     let password: String?
@@ -23,9 +23,7 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
         switch spec {
         case .direct:
             return .direct
-        case .http(let url, nil, nil):
-            return .http(url)
-        case .http(let url, let userEnv, let passwordEnv):
+        case .http(let url, let userEnv, let passwordEnv), .socks(let url, let userEnv, let passwordEnv):
             var found: [String] = []
             for name in [userEnv, passwordEnv].compactMap({ $0 }) {
                 guard let v = environment[name], !v.isEmpty else { throw .credentialsMissing(field: name == userEnv ? "user_env" : "password_env", variable: name) }
@@ -67,6 +65,8 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
             try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_NOPROXY, ""), "ignore no_proxy")
             return
         }
+        // A socks5:// or socks5h:// URL's scheme overrides CURLOPT_PROXYTYPE, and HTTPPROXYTUNNEL
+        // applies to HTTP proxies only (https://curl.se/libcurl/c/CURLOPT_PROXY.html).
         try curlCheck(herald_easy_setopt_cstr(handle, CURLOPT_PROXY, url), "set proxy")
         try curlCheck(herald_easy_setopt_long(handle, CURLOPT_PROXYTYPE, Int(CURLPROXY_HTTP.rawValue)), "set proxy type")
         try curlCheck(herald_easy_setopt_long(handle, CURLOPT_HTTPPROXYTUNNEL, 1), "tunnel through the proxy")
@@ -85,10 +85,13 @@ public struct ProxySettings: Sendable, Equatable, CustomStringConvertible, Custo
 /// Why the job's proxy cannot be used. Messages name the job field, never a credential.
 public enum ProxyError: Error, Equatable, CustomStringConvertible {
     case credentialsMissing(field: String, variable: String)
+    /// A proxy whose scheme herald cannot tunnel through (`https://`, `socks4://`): what says so.
+    case unusable(String)
 
     public var description: String {
         switch self {
         case .credentialsMissing(let field, let v): return "apns.proxy.\(field): environment variable \(v) is not set or empty"
+        case .unusable(let why): return why
         }
     }
 }

@@ -53,6 +53,8 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case protocolError
         /// The proxy refused the tunnel, or broke its protocol.
         case proxyRefused
+        /// The proxy wants credentials, or refused the ones given (HTTP 407, a SOCKS5 refusal).
+        case proxyCredentials
         /// The connection died with the request on it: APNs may have processed it.
         case connectionLost
         /// No answer within `apns.request_timeout`; the stream was reset.

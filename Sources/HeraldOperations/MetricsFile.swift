@@ -184,6 +184,9 @@ struct PrometheusText {
 
     static func number(_ v: Double) -> String {
         if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
-        return String(format: "%.3f", v)
+        // A value within half a millisecond of a whole number is written as that number, as it
+        // reads back: the last success time is carried from one file to the next by reading it.
+        let text = String(format: "%.3f", v)
+        return text.hasSuffix(".000") ? String(text.dropLast(4)) : text
     }
 }

@@ -90,7 +90,7 @@ public final class CampaignRunner {
         do throws(RunFailure) {
             payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
-            credentials = try DeliveryTarget.loadCredentials(spec)
+            credentials = try DeliveryTarget.loadCredentials(spec, forPushes: true)
             store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath, volume: stateVolume) }
             events = try Self.wrap(.preparing) { () throws(EventsError) -> EventShipper? in
                 guard let e = spec.events else { return nil }

@@ -21,7 +21,7 @@ public struct ChannelAdmin {
             throw RunFailure(.usage, "\(spec.jobFile): apns.channels_endpoint (or --channels-endpoint) is needed with endpoint \(apns.endpoint.name): "
                              + "channels are managed on another host and port than pushes are sent to")
         }
-        let credentials = try DeliveryTarget.loadCredentials(spec)
+        let credentials = try DeliveryTarget.loadCredentials(spec, forPushes: false)
         let token: ProviderToken?
         do { token = try apns.auth.map { try ProviderToken(auth: $0) } } catch {
             throw RunFailure(.usage, "\(spec.jobFile): \(error)")

@@ -89,10 +89,13 @@ final class DeliveryTarget {
 
     /// The certificate (file, password, key, validity) and the proxy credentials, read and checked
     /// before the audience is: a wrong password is exit 2 at once, not after reading a million rows.
-    static func loadCredentials(_ spec: JobSpec) throws(RunFailure) -> Credentials {
+    /// `forPushes`: so is a proxy the push connections cannot tunnel through, from the job or the
+    /// environment (`https://`); channel management (libcurl) can use one.
+    static func loadCredentials(_ spec: JobSpec, forPushes: Bool) throws(RunFailure) -> Credentials {
         do {
-            return Credentials(identity: try spec.apns.certificate.map { try ClientIdentity.load($0) },
-                               proxy: try spec.apns.proxy.map { try ProxySettings.resolve($0) })
+            let proxy = try spec.apns.proxy.map { try ProxySettings.resolve($0) }
+            if forPushes { try ProxyCheck.usable(proxy, baseURL: spec.apns.endpoint.baseURL ?? "https://127.0.0.1") }
+            return Credentials(identity: try spec.apns.certificate.map { try ClientIdentity.load($0) }, proxy: proxy)
         } catch let e as ClientCertificateError {
             throw RunFailure(.usage, "\(spec.jobFile): \(e.description)")
         } catch let e as ProxyError {
@@ -103,7 +106,7 @@ final class DeliveryTarget {
     }
 
     /// With a client certificate or a proxy, one connection is tried before the first push
-    /// (ConnectionProbe: the sender's own connect, up to the server's SETTINGS; no request), so a refused certificate ends the
+    /// (ConnectionProbe: the sender's own connect, through its proxy tunnel, up to the server's SETTINGS; no request), so a refused certificate ends the
     /// run with exit 3 and a refused tunnel with exit 2, instead of every recipient being retried
     /// as a connection error. Other failures are left to the send loop's retries.
     static func probe(_ settings: ConnectionSettings, spec: JobSpec) throws(RunFailure) {
@@ -117,10 +120,9 @@ final class DeliveryTarget {
                              + "check that it is the app's current push certificate for this environment. Nothing was sent")
         case .refused(let why):
             throw RunFailure(.aborted, "\(spec.jobFile): APNs refused the connection: \(why). Nothing was sent")
-        case .proxyRefused(let why):
-            // CHTTP2Client names a proxy's HTTP refusal "(HTTP 407)"; 407 is "Proxy Authentication Required" (RFC 9110 §15.5.8).
-            let hint = why.contains("(HTTP 407)") ? ": it wants credentials (apns.proxy user_env and password_env), or refused the ones given" : ""
-            throw RunFailure(.usage, "\(spec.jobFile): apns.proxy \(settings.proxy?.url ?? "") refused to open a tunnel to APNs: \(why)\(hint). Nothing was sent")
+        case .proxyRefused(let why, let credentials):
+            let hint = credentials ? ": it wants credentials (apns.proxy user_env and password_env), or refused the ones given" : ""
+            throw RunFailure(.usage, "\(spec.jobFile): apns.proxy \(settings.proxy?.url ?? "") refused the tunnel to APNs: \(why)\(hint). Nothing was sent")
         }
     }
 

@@ -56,6 +56,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let id = frame.streamID
         switch frame.payload {
         case .headers(let headers):
+            if streams[id] == nil && id > highestStreamID && goingAway {
+                // A stream the client opened before it read our GOAWAY, above its last stream id:
+                // "the sender of the GOAWAY frame … has not processed" it (RFC 9113 §6.8), and the
+                // client may retry it elsewhere; processing it here would answer it twice.
+                context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: id, payload: .rstStream(.refusedStream))), promise: nil)
+                return
+            }
             if streams[id] == nil && id > highestStreamID {
                 // A new request. (A second HEADERS block is a trailer section: only END_STREAM matters.)
                 highestStreamID = id
@@ -197,15 +204,21 @@ final class APNsConnectionHandler: ChannelInboundHandler {
 
         let goesAway = policy.faults.goawayAfter == number
         let fault = verdict.fault ?? (goesAway ? "goaway" : nil)
-        log.append(status: verdict.status, reason: verdict.reason, outcome: .answered, fault: fault, entry: {
-            var e = SimulatorRequestLog.Entry(connection: connectionId, stream: streamNumber, request: request, verdict: verdict,
-                                              apnsId: apnsId, outcome: .answered, fault: fault)
-            e.uniqueId = uniqueId
-            return e
-        }())
+        // Logged when the answer is written: an answer a latency fault holds back and a cut then
+        // drops was processed but never answered, and the log says so (closed_after_processing),
+        // so a client's resend of it is not taken for a request processed twice without cause.
+        let logged = { (outcome: SimulatorRequestLog.Outcome, fault: String?) in
+            log.append(status: verdict.status, reason: verdict.reason, outcome: outcome, fault: fault, entry: {
+                var e = SimulatorRequestLog.Entry(connection: connectionId, stream: streamNumber, request: request, verdict: verdict,
+                                                  apnsId: apnsId, outcome: outcome, fault: fault)
+                if outcome == .answered { e.uniqueId = uniqueId }
+                return e
+            }())
+        }
 
         let delay = policy.latency(connection: connectionId, stream: streamNumber)
         if delay == 0 {
+            logged(.answered, fault)
             answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, requestId: request.usesRequestId, context: context)
             if goesAway { goAway(context: context) }
             return
@@ -214,8 +227,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         log.awaitingLatency(true)
         context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(delay))) {
             self.delayedAnswers -= 1
+            guard !self.cut else {
+                logged(.closedAfterProcessing, fault ?? "close_after")
+                log.awaitingLatency(false)
+                return
+            }
+            logged(.answered, fault)
             log.awaitingLatency(false)
-            guard !self.cut else { return }
             self.answer(id, verdict: verdict, apnsId: apnsId, uniqueId: uniqueId, requestId: request.usesRequestId, context: context)
             if goesAway { self.goAway(context: context) }
             context.flush()
@@ -266,8 +284,15 @@ final class APNsConnectionHandler: ChannelInboundHandler {
     private func closeIfQuiet(context: ChannelHandlerContext) {
         guard goingAway, !cut, streams.isEmpty, delayedAnswers == 0 else { return }
         cut = true
-        context.flush()
-        context.close(promise: nil)
+        // On the next turn of the event loop: NIOHTTP2Handler reports a stream closed (the event
+        // that calls this) while it is still writing the answer's HEADERS, and a close issued
+        // from inside that write fails the frames not yet passed down ("I/O on closed channel"):
+        // the last answers before a GOAWAY would never leave.
+        let loop = context.eventLoop.assumeIsolated()
+        loop.execute {
+            context.flush()
+            context.close(promise: nil)
+        }
     }
 
     /// An abrupt TCP close: RST (SO_LINGER 0), no GOAWAY, no TLS close_notify. The close starts

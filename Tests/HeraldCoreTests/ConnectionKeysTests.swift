@@ -88,14 +88,20 @@ import Testing
         #expect(try load(apns: "", auth: true).apns.proxy == nil)
         #expect(try load(apns: "  proxy: { url: http://p:8080, user_env: PU, password_env: PP }", auth: true).apns.proxy
                 == .http(url: "http://p:8080", userEnv: "PU", passwordEnv: "PP"))
+        // SOCKS5: herald resolves (socks5://) or the proxy does (socks5h://); 1080 unless a port is given.
+        #expect(try load(apns: "  proxy: socks5://10.0.0.1", auth: true).apns.proxy == .socks(url: "socks5://10.0.0.1:1080", userEnv: nil, passwordEnv: nil))
+        #expect(try load(apns: "  proxy: { url: \"SOCKS5H://[::1]:9050\", user_env: PU, password_env: PP }", auth: true).apns.proxy
+                == .socks(url: "socks5h://[::1]:9050", userEnv: "PU", passwordEnv: "PP"))
     }
 
     @Test func proxyMistakesNeverEchoCredentials() throws {
         let cases: [(String, String)] = [
             ("  proxy: http://bob:hunter2@p:8080", "must not carry credentials in its URL (http://…@p:8080)"),
-            ("  proxy: https://p:8443", "only http:// proxies are supported"),
-            ("  proxy: socks5://p:1080", "only http:// proxies are supported"),
-            ("  proxy: p:8080", "must be an http://host:port URL"),
+            ("  proxy: https://p:8443", "apns.proxy: https:// proxies are not supported; use http://, socks5:// or socks5h://"),
+            ("  proxy: socks4://p:1080", "apns.proxy: socks4:// proxies are not supported; use http://, socks5:// or socks5h://"),
+            ("  proxy: { url: \"https://p:8443\", user_env: PU, password_env: PP }", "https:// proxies are not supported"),
+            ("  proxy: socks5h://bob:hunter2@p:1080", "must not carry credentials in its URL (socks5h://…@p:1080)"),
+            ("  proxy: p:8080", "must be a proxy URL (http://, socks5:// or socks5h://)"),
             ("  proxy: http://p:8080/path", "with no path"),
             ("  proxy: { url: http://p:8080, user_env: PU }", "needs both user_env and password_env"),
             ("  proxy: { url: http://p:8080, user: bob }", "unknown key \"apns.proxy.user\""),

@@ -59,7 +59,7 @@ import Testing
 
         let wrong = try ProxySettings.resolve(spec, environment: ["PROXY_USER": "herald", "PROXY_PASSWORD": "nope"])
         for refused in [ConnectionProbe.run(settings(sim, proxy: wrong)), ConnectionProbe.run(settings(sim, proxy: .http(proxy.url)))] {
-            guard case .proxyRefused(let why) = refused else { Issue.record("\(refused)"); continue }
+            guard case .proxyRefused(let why, credentials: true) = refused else { Issue.record("\(refused)"); continue }
             #expect(why.contains("(HTTP 407)") && !why.contains("nope"), "\(why)")
         }
         #expect(throws: ProxyError.credentialsMissing(field: "password_env", variable: "PROXY_PASSWORD")) {

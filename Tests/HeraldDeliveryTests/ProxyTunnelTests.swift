@@ -52,16 +52,37 @@ import Testing
         #expect(ProxyTunnel.exempts("::1", noProxy: "[::1]"))
     }
 
+    @Test func socksFromTheJobOrTheEnvironmentCarriesItsCredentialsAsUsernameAndPassword() throws {
+        let job = try ProxySettings.resolve(.socks(url: "socks5h://proxy.internal:1080", userEnv: "U", passwordEnv: "P"),
+                                            environment: ["U": "herald", "P": "s3cret:x"])
+        let t = try #require(try ProxyTunnel.resolve(job, apnsHost: Self.apns, environment: [:]))
+        #expect(t == ProxyTunnel(kind: .socks5h, host: "proxy.internal", port: "1080", authorization: nil, user: "herald", password: "s3cret:x"))
+        #expect("\(t)" == "socks5h://proxy.internal:1080 (with credentials)")
+        // As libcurl reads all_proxy: the scheme picks who resolves, no port is 1080, user:password@ is percent-decoded.
+        let env = try #require(try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: ["all_proxy": "SOCKS5://us%40er:p%3Ass@[::1]"]))
+        #expect(env == ProxyTunnel(kind: .socks5, host: "::1", port: "1080", authorization: nil, user: "us@er", password: "p:ss"))
+        #expect("\(env)" == "socks5://[::1]:1080 (with credentials)")
+        #expect(try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: ["https_proxy": "socks5h://p:1", "no_proxy": ".apple.com"]) == nil)
+    }
+
     @Test func aProxyTheEngineCannotTunnelThroughIsRefusedWithoutRepeatingTheURL() {
-        for (value, expected) in [("socks5://user:pw@socks:1080", "the environment's https_proxy is a socks5:// proxy"),
-                                  ("https://user:pw@tls-proxy:443", "the environment's https_proxy is a https:// proxy"),
-                                  ("http://user:pw@squid:3128/path", "the environment's https_proxy is not a proxy URL of the form http://host:port")] {
+        for (value, expected) in [("https://user:pw@tls-proxy:443", "the environment's https_proxy: https:// proxies are not supported; use http://, socks5:// or socks5h://"),
+                                  ("socks4a://user:pw@socks:1080", "the environment's https_proxy: socks4a:// proxies are not supported; use http://, socks5:// or socks5h://"),
+                                  ("http://user:pw@squid:3128/path", "the environment's https_proxy is not a proxy URL of the form http://host:port"),
+                                  ("socks5h://user:pw@socks:1080/x", "the environment's https_proxy is not a proxy URL of the form socks5h://host:port")] {
             #expect {
                 try ProxyTunnel.resolve(nil, apnsHost: Self.apns, environment: ["https_proxy": value])
             } throws: { error in
                 let text = "\(error)"
                 return text.contains(expected) && text.contains("APNs connection: ") && !text.contains("pw")
             }
+            // What `herald run` asks before reading anything: the same words, without the engine's prefix.
+            #expect(throws: ProxyError.unusable(expected)) {
+                try ProxyCheck.usable(nil, baseURL: "https://\(Self.apns)", environment: ["https_proxy": value])
+            }
+        }
+        #expect(throws: Never.self) {
+            try ProxyCheck.usable(nil, baseURL: "https://\(Self.apns)", environment: ["https_proxy": "https://tls-proxy:443", "no_proxy": "*"])
         }
     }
 }

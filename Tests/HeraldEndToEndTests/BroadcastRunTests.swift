@@ -99,7 +99,17 @@ import Glibc
         let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job])
         let seen = RequestLog.wait(for: before + 10, in: sim.log) { p.process.isRunning }
         p.kill9()
-        let sentBeforeKill = Set(try Self.broadcasts(sim.log).filter { $0["status"] as? Int == 200 }.compactMap { ($0["headers"] as? [String: String])?["apns-channel-id"] })
+        // What the killed run had written reaches the simulator's log a little after the kill:
+        // wait until the log stops growing, so every request of the killed run is counted as its.
+        var settled = RequestLog.lineCount(sim.log)
+        while true {
+            Thread.sleep(forTimeInterval: 0.5)
+            let now = RequestLog.lineCount(sim.log)
+            if now == settled { break }
+            settled = now
+        }
+        let beforeKill = try Self.broadcasts(sim.log)
+        let sentBeforeKill = Set(beforeKill.filter { $0["status"] as? Int == 200 }.compactMap { ($0["headers"] as? [String: String])?["apns-channel-id"] })
         #expect(seen >= before + 10 && sentBeforeKill.count < 23, "killed mid-send (\(sentBeforeKill.count) channels answered 200)")
 
         let r = try herald(["run", job])
@@ -125,9 +135,16 @@ import Glibc
         #expect(ids.values.allSatisfy { $0.count == 1 }, "one apns-request-id per channel, on every resend: \(ids.filter { $0.value.count > 1 })")
         let live = Set(channels).subtracting([deleted])
         #expect(live.allSatisfy { (answered200[$0] ?? 0) >= 1 || last[$0]?["outcome"] as? String == "closed_after_processing" })
-        // A second answered 200 only for what was in flight or not yet recorded at the kill
-        // (2 × connections × 1 request claimed at most).
-        #expect(answered200.values.filter { $0 > 1 }.count <= 4, "\(answered200.filter { $0.value > 1 })")
+        // A second answered 200 only for what was in flight or not yet recorded at the kill: a
+        // channel the killed run had already asked for.
+        let askedByKilledRun = Set(beforeKill.compactMap { ($0["headers"] as? [String: String])?["apns-channel-id"] })
+        // Or one whose answer the simulator's close_after fault cut off: processed, never answered,
+        // so resent with the same request id (outcome unknown).
+        let answerLost = Set(sends.filter { $0["outcome"] as? String == "closed_after_processing" }
+            .compactMap { ($0["headers"] as? [String: String])?["apns-channel-id"] })
+        let twice = Set(answered200.filter { $0.value > 1 }.keys)
+        #expect(twice.isSubset(of: askedByKilledRun.union(answerLost)),
+                "answered twice without having been in flight at the kill or cut off: \(twice.subtracting(askedByKilledRun.union(answerLost)).map { c in sends.filter { ($0["headers"] as? [String: String])?["apns-channel-id"] == c }.map { "\($0["connection"] ?? "")/\($0["stream"] ?? "") \($0["status"] ?? "") \($0["outcome"] ?? "") \($0["fault"] ?? "")" } })")
         let faults = sends.compactMap { $0["fault"] as? String }
         #expect(faults.contains("p503") && faults.contains("p429"), "the faults happened on the broadcast path: \(Set(faults))")
         #expect(sends.contains { $0["outcome"] as? String == "closed_after_processing" }, "an answer was lost with its connection")
@@ -197,8 +214,8 @@ import Glibc
             if s["status"] as? Int == 200 { sent[headers["apns-channel-id"]!, default: []].append(headers["apns-request-id"]!) }
         }
         #expect(sent.count == 6 && sent.values.allSatisfy { $0.count == 1 }, "each channel answered 200 once: \(sent)")
-        #expect(sends.contains { $0["fault"] as? String == "p503" } && Set(sends.compactMap { $0["connection"] as? Int }).count >= 3,
-                "503s retried, GOAWAY every two answers")
+        #expect(sends.contains { $0["fault"] as? String == "p503" } && Set(sends.compactMap { $0["connection"] as? Int }).count >= 2,
+                "503s retried on a new connection (GOAWAY after two answers)")
         let rows = try ReportCheck.csv(dir.file("reports-listed/deliveries.csv"))
         #expect(rows.map { [$0["file"]!, $0["line"]!, $0["status"]!] } == (11...16).map { ["listed.yaml", String($0), "sent"] })
         #expect(rows.allSatisfy { sent[$0["channel_id"]!] == [$0["apns_id"]!] }, "the request id of its 200")

@@ -117,7 +117,7 @@ import Testing
         // Wrong credentials: the tunnel is refused before any push, exit 2, the password nowhere.
         let refused = try run(job, url: url, env: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "not-it-42"])
         #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
-        #expect(refused.stderr.contains("apns.proxy \(proxy.url) refused to open a tunnel to APNs: "), "\(refused.stderr)")
+        #expect(refused.stderr.contains("apns.proxy \(proxy.url) refused the tunnel to APNs: "), "\(refused.stderr)")
         #expect(refused.stderr.contains("(HTTP 407): it wants credentials"), "\(refused.stderr)")
         #expect(!(refused.stdout + refused.stderr).contains("not-it-42"))
         #expect(proxy.tunnels == 0 && requestLog().isEmpty)

@@ -65,6 +65,20 @@ import Testing
         #expect(s["herald_run_in_progress{campaign=\"c\"}"] == 0)
     }
 
+    /// The last success is carried from one file to the next by reading it back: a time a hair
+    /// past a whole second (written "2000.000" before) must read back as the same text.
+    @Test func theLastSuccessReadsBackAsWritten() throws {
+        let path = dir.file("hair.prom")
+        let m = MetricsFile(path: path, campaign: "c", shard: nil)
+        try m.write(liveSnapshot(), final: MetricsFile.Final(summary: nil, exitCode: 0), now: Date(timeIntervalSince1970: 2_000.0002))
+        let line = { (text: String) in text.split(separator: "\n").first { $0.hasPrefix("herald_last_success_timestamp_seconds") } }
+        let first = line(try String(contentsOfFile: path, encoding: .utf8))
+        try m.write(liveSnapshot(), final: MetricsFile.Final(summary: nil, exitCode: 75), now: Date(timeIntervalSince1970: 3_000))
+        #expect(first == "herald_last_success_timestamp_seconds{campaign=\"c\"} 2000")
+        #expect(line(try String(contentsOfFile: path, encoding: .utf8)) == first)
+        #expect(PrometheusText.number(1.5) == "1.500" && PrometheusText.number(-0.0001) == "-0")
+    }
+
     @Test func anUnwritableDirectoryIsAnErrorNamingThePath() {
         let m = MetricsFile(path: dir.file("missing/dir/herald.prom"), campaign: "c", shard: nil)
         #expect(throws: MetricsError.self) { try m.write(liveSnapshot()) }

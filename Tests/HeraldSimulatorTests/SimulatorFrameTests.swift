@@ -154,6 +154,7 @@ import Testing
         #expect(p.server.isActive, "stream 3 is still open")
         try p.end(open)
         #expect(p.status(of: open) == "200", "a covered stream is still answered")
+        p.server.embeddedEventLoop.run()   // the close is issued on the event loop's next turn
         #expect(!p.server.isActive, "and then the connection closes")
         #expect(p.log.entries().map(\.fault) == [nil, "goaway", nil])
     }

@@ -104,8 +104,9 @@ public final class ConnectProxy: @unchecked Sendable {
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
-    /// Copies until either side closes, then shuts both down so the other pump ends too.
-    private static func pump(from: Int32, to: Int32) {
+    /// Copies until either side closes, then shuts both down so the other pump ends too (also
+    /// Socks5Proxy's tunnels).
+    static func pump(from: Int32, to: Int32) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let n = read(from, &buffer, buffer.count)

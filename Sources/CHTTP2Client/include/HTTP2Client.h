@@ -22,19 +22,31 @@ typedef enum {
     H2_ERR_PROTOCOL = 5,   // the server did not agree to HTTP/2, or broke the protocol
     H2_ERR_CLOSED = 6,     // the connection was lost (reset, EOF, TLS error after the handshake)
     H2_ERR_MEMORY = 7,     // an allocation failed
-    H2_ERR_PROXY = 8,      // the proxy answered CONNECT with something other than 2xx (the text has the status)
+    H2_ERR_PROXY = 8,      // the proxy refused the tunnel (HTTP: not 2xx; SOCKS5: a reply other than "succeeded"), or broke its protocol
     H2_ERR_TLS_SETUP = 9,  // the TLS context could not be built: a CA, client certificate or key that cannot be used
-    H2_ERR_TLS_REFUSED = 10, // the server refused us with a TLS alert, during the handshake or (TLS 1.3: after the
+    H2_ERR_PROXY_AUTH = 10, // the proxy wants credentials, or refused the ones given (HTTP 407; SOCKS5 method or RFC 1929 refusal)
+    H2_ERR_TLS_REFUSED = 11, // the server refused us with a TLS alert, during the handshake or (TLS 1.3: after the
                              // client's Finished) before its SETTINGS: a client certificate it does not accept
 } h2_error_kind;
 
-// An HTTP proxy to reach the server through, with one CONNECT tunnel per connection (TLS stays
-// end to end inside it). `authorization` is a Proxy-Authorization value ("Basic …") or NULL; it
-// is sent only to the proxy and never appears in an error text.
+// How the proxy is asked for a tunnel (proxy.c).
+typedef enum {
+    H2_PROXY_HTTP = 0,     // HTTP CONNECT (RFC 9110 §9.3.6)
+    H2_PROXY_SOCKS5 = 1,   // SOCKS5 (RFC 1928): herald resolves the server's name and sends its address
+    H2_PROXY_SOCKS5H = 2,  // SOCKS5: the proxy resolves the name, sent as a domain name (ATYP 3)
+} h2_proxy_kind;
+
+// A proxy to reach the server through, with one tunnel per connection (TLS stays end to end
+// inside it). For HTTP, `authorization` is a Proxy-Authorization value ("Basic …") or NULL; for
+// SOCKS5, `user` and `password` (RFC 1929), or NULL for no authentication. They are sent only to
+// the proxy and never appear in an error text.
 typedef struct {
+    h2_proxy_kind kind;
     const char *host;
     const char *port;
     const char *authorization;
+    const char *user;
+    const char *password;
 } h2_proxy;
 
 typedef struct {
@@ -80,8 +92,8 @@ typedef struct {
     size_t body_len;
 } h2_answer;
 
-// Connects (blocking, at most timeout_ms): TCP to host:port (through `proxy`'s CONNECT tunnel
-// unless it is NULL), TLS with the host name verified, ALPN h2, then the client preface and the
+// Connects (blocking, at most timeout_ms): TCP to host:port (through `proxy`'s tunnel unless it
+// is NULL), TLS with the host name verified, ALPN h2, then the client preface and the
 // server's SETTINGS. `authority` is the :authority every request carries (and the tunnel's
 // target). NULL with *kind and `err` filled.
 h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char *authority, const h2_proxy *proxy,
