@@ -680,7 +680,55 @@ static int session_failed(h2_conn *c, char *err, size_t errlen, int code) {
     return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror(code));
 }
 
+// ---------- a plain transport: fuzzing and tests only ----------
+
+// The same connection over a socket the caller has connected, without TLS (HTTP/2 with prior
+// knowledge, RFC 9113 §3.3): Fuzz/ feeds it a server's bytes through a socketpair. read_all and
+// flush_out take these paths when c->ssl is NULL, which no h2_connect connection ever is.
+h2_conn *h2_conn_plain(int fd, const char *authority, h2_error_kind *kind, char *err, size_t errlen) {
+    *kind = H2_OK;
+    h2_conn *c = h2_calloc(1, sizeof *c);
+    if (!c) { *kind = H2_ERR_MEMORY; set_err(err, errlen, "out of memory%s", ""); close(fd); return NULL; }
+    c->fd = fd;
+    c->authority = h2_strdup(authority);
+    int rv = c->authority ? start_session(c) : NGHTTP2_ERR_NOMEM;
+    if (rv != 0) {
+        *kind = rv == NGHTTP2_ERR_NOMEM ? H2_ERR_MEMORY : H2_ERR_PROTOCOL;
+        set_err(err, errlen, "nghttp2: %s", nghttp2_strerror(rv));
+        h2_close(c);
+        return NULL;
+    }
+    c->authority_len = strlen(authority);
+    return c;
+}
+
+static int read_plain(h2_conn *c, char *err, size_t errlen) {
+    for (;;) {
+        ssize_t n = recv(c->fd, c->in, sizeof c->in, 0);
+        if (n > 0) {
+            ssize_t rv = nghttp2_session_mem_recv(c->session, c->in, (size_t)n);
+            if (rv < 0) return session_failed(c, err, errlen, (int)rv);
+            continue;
+        }
+        if (n == 0) return fail(c, err, errlen, "the server closed the connection%s", "");
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+        return fail(c, err, errlen, "connection lost: %s", strerror(errno));
+    }
+}
+
+static int flush_plain(h2_conn *c, char *err, size_t errlen) {
+    while (c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (n > 0) { c->out_off += (size_t)n; continue; }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+        return fail(c, err, errlen, "connection lost while writing: %s", strerror(errno));
+    }
+    c->out_off = c->out_len = 0;
+    return 1;
+}
+
 static int read_all(h2_conn *c, char *err, size_t errlen) {
+    if (!c->ssl) return read_plain(c, err, errlen);
     for (;;) {
         ERR_clear_error();
         int n = SSL_read(c->ssl, c->in, sizeof c->in);
@@ -703,6 +751,7 @@ static int read_all(h2_conn *c, char *err, size_t errlen) {
 
 // Writes `out` to TLS; 1 when it all went, 0 when the socket is full, -1 on error.
 static int flush_out(h2_conn *c, char *err, size_t errlen) {
+    if (!c->ssl) return flush_plain(c, err, errlen);
     while (c->out_off < c->out_len) {
         ERR_clear_error();
         int n = SSL_write(c->ssl, c->out + c->out_off, (int)(c->out_len - c->out_off));

@@ -13,4 +13,9 @@ void *h2_malloc(size_t size);
 void *h2_calloc(size_t count, size_t size);
 void *h2_realloc(void *p, size_t size);
 char *h2_strdup(const char *s);
+
+// For the fuzz targets (Fuzz/) and tests only: a connection over `fd`, already connected, with no
+// TLS. It takes the fd (closed by h2_close, or here on failure), sends the client preface and
+// SETTINGS on the first h2_turn, and does not wait for the server's SETTINGS: the caller turns.
+h2_conn *h2_conn_plain(int fd, const char *authority, h2_error_kind *kind, char *err, size_t errlen);
 #endif
