@@ -811,8 +811,14 @@ int h2_turn(h2_conn *c, char *err, size_t errlen) {
     pipe_guard_end(&guard);
     if (rv < 0) return -1;
     if (!nghttp2_session_want_read(c->session) && !h2_wants_write(c)) {
-        // nghttp2 is done with the connection (a GOAWAY, nothing open). A request still listed was
-        // held in nghttp2's queue, and nghttp2 sends nothing new after a GOAWAY: it never left.
+        // nghttp2 is done with the connection: the server's GOAWAY left nothing open, or nghttp2
+        // sent its own GOAWAY because the server broke the protocol (a connection error, RFC 9113
+        // §5.4.1), open streams and all. A stream still open had left and is lost (fail); a request
+        // still listed without a stream was held in nghttp2's queue, and nghttp2 sends nothing new
+        // after a GOAWAY: it never left.
+        int opened = 0;
+        for (struct h2_stream *s = c->streams; s; s = s->next) opened |= nghttp2_session_find_stream(c->session, s->stream_id) != NULL;
+        if (opened || !c->goaway) return fail(c, err, errlen, "HTTP/2 protocol error: %s", "the server broke the protocol and the connection was closed");
         while (c->streams) finish(c, c->streams, 0, 0, 1);
         set_err(err, errlen, "connection ended after GOAWAY%s", "");
         c->failed = 1;
