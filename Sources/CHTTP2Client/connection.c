@@ -658,13 +658,17 @@ int h2_cancel(h2_conn *c, int32_t stream_id) {
 // ---------- I/O ----------
 
 // Every stream still open is answered as lost, and a request nghttp2 still held in its queue
-// (no stream opened: its HEADERS never left) as never sent; the connection takes no more.
+// (no stream opened: its HEADERS never left) as never sent; the connection takes no more. A stream
+// whose whole answer arrived (its final status and END_STREAM) is open only because its request's
+// body had not all left: "A server can send a complete response prior to the client sending an
+// entire request" (RFC 9113 §8.1). That answer stands: resending an accepted push would deliver it twice.
 static int fail(h2_conn *c, char *err, size_t errlen, const char *fmt, const char *detail) {
     set_err(err, errlen, fmt, detail);
     c->failed = 1;
     while (c->streams) {
         int opened = nghttp2_session_find_stream(c->session, c->streams->stream_id) != NULL;
-        finish(c, c->streams, 0, opened, !opened);
+        int answered = c->streams->ended && c->streams->status > 0;
+        finish(c, c->streams, 0, opened && !answered, !opened);
     }
     return -1;
 }
