@@ -12,7 +12,7 @@ BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
 HERALD_DEBUG := .build/debug/herald
 HERALD_RELEASE := .build/release/herald
 
-.PHONY: deps test-deps bench-deps build release test demo bench clean
+.PHONY: deps test-deps bench-deps build release test demo bench clean fuzz fuzz-check
 
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(TEST_PACKAGES)
@@ -46,6 +46,18 @@ test: deps test-deps
 	swift build --build-tests
 	swift test --skip-build
 	HERALD_LIBCURL_SHIMS=off HERALD_APNS_ENGINE=libcurl swift test --skip-build --filter 'HeraldDeliveryTests|HeraldSimulatorTests|HeraldEndToEndTests'
+	$(MAKE) fuzz-check
+
+# The C connection's fuzz targets (Fuzz/, docs/fuzzing.md), built with the Swift toolchain's clang
+# under libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer. `make fuzz` fuzzes each target for
+# FUZZ_SECONDS, keeping what it finds in .build/fuzz/corpus; `make fuzz-check` (the last step of
+# `make test`) runs each over its committed corpus and 5 seconds more.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@Fuzz/run.sh fuzz $(FUZZ_SECONDS)
+
+fuzz-check: deps
+	@Fuzz/run.sh check
 
 # A fresh demo campaign each time: its state directory (with the suppression list and silent-push
 # ledger every campaign there shares, docs/job-file.md) and its reports are reset first, so the demo always
