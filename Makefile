@@ -12,7 +12,7 @@ BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
 HERALD_DEBUG := .build/debug/herald
 HERALD_RELEASE := .build/release/herald
 
-.PHONY: deps test-deps bench-deps build release test demo bench clean
+.PHONY: deps test-deps bench-deps build release test demo bench clean fuzz fuzz-check sanitize
 
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(TEST_PACKAGES)
@@ -42,6 +42,31 @@ release: deps
 test: deps test-deps
 	swift build --build-tests
 	swift test --skip-build
+	$(MAKE) fuzz-check
+
+# The C connection's fuzz targets (Fuzz/, docs/fuzzing.md), built with the Swift toolchain's clang
+# under libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer. `make fuzz` fuzzes each target for
+# FUZZ_SECONDS, keeping what it finds in .build/fuzz/corpus; `make fuzz-check` (the last step of
+# `make test`) runs each over its committed corpus and 5 seconds more.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@Fuzz/run.sh fuzz $(FUZZ_SECONDS)
+
+fuzz-check: deps
+	@Fuzz/run.sh check
+
+# The delivery and end-to-end suites (the end-to-end ones on a herald binary from the same build)
+# under AddressSanitizer, with UndefinedBehaviorSanitizer on every C target (swiftc has no
+# -sanitize=undefined on Linux, so it goes to clang through -Xcc), then the delivery suite under
+# ThreadSanitizer, each in its own build folder. Any report fails the run; LeakSanitizer's
+# suppressions (Fuzz/lsan.supp) name only the toolchain's libraries (docs/fuzzing.md).
+SANITIZE_ENV := UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/Fuzz/lsan.supp
+sanitize: deps test-deps
+	swift build --build-tests --sanitize=address -Xcc -fsanitize=undefined --scratch-path .build-asan
+	$(SANITIZE_ENV) HERALD_BINARY=$(CURDIR)/.build-asan/debug/herald \
+	  swift test --skip-build --sanitize=address --scratch-path .build-asan --filter 'HeraldDeliveryTests|HeraldEndToEndTests'
+	swift build --build-tests --sanitize=thread --scratch-path .build-tsan
+	$(SANITIZE_ENV) swift test --skip-build --sanitize=thread --scratch-path .build-tsan --filter HeraldDeliveryTests
 
 # A fresh demo campaign each time: its state directory (with the suppression list and silent-push
 # ledger every campaign there shares, docs/job-file.md) and its reports are reset first, so the demo always

@@ -579,13 +579,17 @@ int h2_cancel(h2_conn *c, int32_t stream_id) {
 // ---------- I/O ----------
 
 // Every stream still open is answered as lost, and a request nghttp2 still held in its queue
-// (no stream opened: its HEADERS never left) as never sent; the connection takes no more.
+// (no stream opened: its HEADERS never left) as never sent; the connection takes no more. A stream
+// whose whole answer arrived (its final status and END_STREAM) is open only because its request's
+// body had not all left: "A server can send a complete response prior to the client sending an
+// entire request" (RFC 9113 §8.1). That answer stands: resending an accepted push would deliver it twice.
 static int fail(h2_conn *c, char *err, size_t errlen, const char *fmt, const char *detail) {
     set_err(err, errlen, fmt, detail);
     c->failed = 1;
     while (c->streams) {
         int opened = nghttp2_session_find_stream(c->session, c->streams->stream_id) != NULL;
-        finish(c, c->streams, 0, opened, !opened);
+        int answered = c->streams->ended && c->streams->status > 0;
+        finish(c, c->streams, 0, opened && !answered, !opened);
     }
     return -1;
 }
@@ -601,7 +605,55 @@ static int session_failed(h2_conn *c, char *err, size_t errlen, int code) {
     return fail(c, err, errlen, "HTTP/2 protocol error: %s", nghttp2_strerror(code));
 }
 
+// ---------- a plain transport: fuzzing and tests only ----------
+
+// The same connection over a socket the caller has connected, without TLS (HTTP/2 with prior
+// knowledge, RFC 9113 §3.3): Fuzz/ feeds it a server's bytes through a socketpair. read_all and
+// flush_out take these paths when c->ssl is NULL, which no h2_connect connection ever is.
+h2_conn *h2_conn_plain(int fd, const char *authority, h2_error_kind *kind, char *err, size_t errlen) {
+    *kind = H2_OK;
+    h2_conn *c = h2_calloc(1, sizeof *c);
+    if (!c) { *kind = H2_ERR_MEMORY; set_err(err, errlen, "out of memory%s", ""); close(fd); return NULL; }
+    c->fd = fd;
+    c->authority = h2_strdup(authority);
+    int rv = c->authority ? start_session(c) : NGHTTP2_ERR_NOMEM;
+    if (rv != 0) {
+        *kind = rv == NGHTTP2_ERR_NOMEM ? H2_ERR_MEMORY : H2_ERR_PROTOCOL;
+        set_err(err, errlen, "nghttp2: %s", nghttp2_strerror(rv));
+        h2_close(c);
+        return NULL;
+    }
+    c->authority_len = strlen(authority);
+    return c;
+}
+
+static int read_plain(h2_conn *c, char *err, size_t errlen) {
+    for (;;) {
+        ssize_t n = recv(c->fd, c->in, sizeof c->in, 0);
+        if (n > 0) {
+            ssize_t rv = nghttp2_session_mem_recv(c->session, c->in, (size_t)n);
+            if (rv < 0) return session_failed(c, err, errlen, (int)rv);
+            continue;
+        }
+        if (n == 0) return fail(c, err, errlen, "the server closed the connection%s", "");
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+        return fail(c, err, errlen, "connection lost: %s", strerror(errno));
+    }
+}
+
+static int flush_plain(h2_conn *c, char *err, size_t errlen) {
+    while (c->out_off < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+        if (n > 0) { c->out_off += (size_t)n; continue; }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+        return fail(c, err, errlen, "connection lost while writing: %s", strerror(errno));
+    }
+    c->out_off = c->out_len = 0;
+    return 1;
+}
+
 static int read_all(h2_conn *c, char *err, size_t errlen) {
+    if (!c->ssl) return read_plain(c, err, errlen);
     for (;;) {
         ERR_clear_error();
         int n = SSL_read(c->ssl, c->in, sizeof c->in);
@@ -625,6 +677,7 @@ static int read_all(h2_conn *c, char *err, size_t errlen) {
 
 // Writes `out` to TLS; 1 when it all went, 0 when the socket is full, -1 on error.
 static int flush_out(h2_conn *c, char *err, size_t errlen) {
+    if (!c->ssl) return flush_plain(c, err, errlen);
     while (c->out_off < c->out_len) {
         ERR_clear_error();
         int n = SSL_write(c->ssl, c->out + c->out_off, (int)(c->out_len - c->out_off));
@@ -684,8 +737,14 @@ int h2_turn(h2_conn *c, char *err, size_t errlen) {
     pipe_guard_end(&guard);
     if (rv < 0) return -1;
     if (!nghttp2_session_want_read(c->session) && !h2_wants_write(c)) {
-        // nghttp2 is done with the connection (a GOAWAY, nothing open). A request still listed was
-        // held in nghttp2's queue, and nghttp2 sends nothing new after a GOAWAY: it never left.
+        // nghttp2 is done with the connection: the server's GOAWAY left nothing open, or nghttp2
+        // sent its own GOAWAY because the server broke the protocol (a connection error, RFC 9113
+        // §5.4.1), open streams and all. A stream still open had left and is lost (fail); a request
+        // still listed without a stream was held in nghttp2's queue, and nghttp2 sends nothing new
+        // after a GOAWAY: it never left.
+        int opened = 0;
+        for (struct h2_stream *s = c->streams; s; s = s->next) opened |= nghttp2_session_find_stream(c->session, s->stream_id) != NULL;
+        if (opened || !c->goaway) return fail(c, err, errlen, "HTTP/2 protocol error: %s", "the server broke the protocol and the connection was closed");
         while (c->streams) finish(c, c->streams, 0, 0, 1);
         set_err(err, errlen, "connection ended after GOAWAY%s", "");
         c->failed = 1;

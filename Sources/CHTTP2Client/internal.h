@@ -54,4 +54,9 @@ h2_parse h2_socks5_parse_reply(const uint8_t *buf, size_t len, h2_socks5_reply *
 
 // RFC 1928 §6's words for a REP code ("connection refused"); "unassigned" past 8.
 const char *h2_socks5_reply_text(uint8_t reply);
+
+// For the fuzz targets (Fuzz/) and tests only: a connection over `fd`, already connected, with no
+// TLS. It takes the fd (closed by h2_close, or here on failure), sends the client preface and
+// SETTINGS on the first h2_turn, and does not wait for the server's SETTINGS: the caller turns.
+h2_conn *h2_conn_plain(int fd, const char *authority, h2_error_kind *kind, char *err, size_t errlen);
 #endif
