@@ -71,6 +71,13 @@ struct h2_conn {
     int out_of_memory;   // nghttp2 failed for want of memory (the connection failed with it)
     int settings_received;
     int tls_alert;       // the connection ended on a TLS alert from the server
+    // Keepalive (h2_ping): when the last frame arrived, and the PING waiting for its ACK (its
+    // payload, and when the connection is given up without it; 0: none waiting). CLOCK_MONOTONIC_COARSE
+    // milliseconds: read once per frame received, it must cost next to nothing.
+    int64_t last_frame_ms;
+    int64_t ping_deadline_ms;
+    int ping_timeout_ms;
+    uint8_t ping_payload[8];
     // Frames nghttp2 produced and TLS has not taken yet (SSL_write wants the same bytes again).
     uint8_t out[OUT_CAPACITY];
     size_t out_len, out_off;
@@ -108,6 +115,14 @@ static int alert_received(void) {
 static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+// The keepalive's clock: a jiffy's resolution is plenty for intervals of seconds, and reading it
+// is a load from the vDSO, not a clock read.
+static int64_t coarse_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
@@ -255,6 +270,15 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, c
 
 static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
     h2_conn *c = user_data;
+    c->last_frame_ms = coarse_ms();
+    if (frame->hd.type == NGHTTP2_PING) {
+        // Our PING's ACK echoes its payload (RFC 9113 §6.7); nghttp2 answers the server's own PINGs.
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) && c->ping_deadline_ms
+            && memcmp(frame->ping.opaque_data, c->ping_payload, sizeof c->ping_payload) == 0) {
+            c->ping_deadline_ms = 0;
+        }
+        return 0;
+    }
     if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK)) {
         c->settings_received = 1;
         return 0;
@@ -725,6 +749,39 @@ static int write_all(h2_conn *c, char *err, size_t errlen) {
     }
 }
 
+// ---------- keepalive ----------
+
+int h2_ping(h2_conn *c, int timeout_ms) {
+    if (c->failed || c->ping_deadline_ms) return 0;
+    // The payload only has to be told apart from a PING sent earlier on this connection.
+    int64_t now = coarse_ms();
+    for (size_t i = 0; i < sizeof c->ping_payload; i++) c->ping_payload[i] = (uint8_t)((uint64_t)now >> (8 * i));
+    int rv = nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, c->ping_payload);
+    if (rv != 0) return rv;
+    c->ping_timeout_ms = timeout_ms > 0 ? timeout_ms : 1;
+    c->ping_deadline_ms = now + c->ping_timeout_ms;
+    return 0;
+}
+
+int h2_ping_outstanding(const h2_conn *c) { return c->ping_deadline_ms != 0; }
+
+int64_t h2_idle_ms(const h2_conn *c) {
+    int64_t idle = coarse_ms() - c->last_frame_ms;
+    return idle > 0 ? idle : 0;
+}
+
+static int ping_overdue(const h2_conn *c) { return c->ping_deadline_ms && coarse_ms() >= c->ping_deadline_ms; }
+
+// Nothing has come back from the server, not even the PING's ACK: the path is gone (a NAT or load
+// balancer that dropped the connection without a word, or a server that stopped reading). Every
+// stream still open is answered as lost (a request still queued as never sent), to be resent with
+// its apns-id on a new connection.
+static int ping_failed(h2_conn *c, char *err, size_t errlen) {
+    char why[64];
+    snprintf(why, sizeof why, "%d ms", c->ping_timeout_ms);
+    return fail(c, err, errlen, "connection lost: no answer to an HTTP/2 PING within %s", why);
+}
+
 int h2_wants_write(h2_conn *c) {
     return !c->failed && (c->out_off < c->out_len || c->spill_len || nghttp2_session_want_write(c->session));
 }
@@ -736,6 +793,8 @@ int h2_turn(h2_conn *c, char *err, size_t errlen) {
     int rv = read_all(c, err, errlen) < 0 || write_all(c, err, errlen) < 0 ? -1 : 0;
     pipe_guard_end(&guard);
     if (rv < 0) return -1;
+    // Checked after the read: an ACK already in the socket counts.
+    if (ping_overdue(c)) return ping_failed(c, err, errlen);
     if (!nghttp2_session_want_read(c->session) && !h2_wants_write(c)) {
         // nghttp2 is done with the connection: the server's GOAWAY left nothing open, or nghttp2
         // sent its own GOAWAY because the server broke the protocol (a connection error, RFC 9113

@@ -134,6 +134,10 @@ public struct APNsSpec: Sendable {
     public var connectTimeout = 10
     public var requestTimeout = 30
     public var idleTimeout = 600
+    /// Seconds: a connection the server has sent nothing on this long gets an HTTP/2 PING; no ACK
+    /// within `pingTimeout` gives it up (docs/delivery.md, "Keepalive and idle close").
+    public var pingInterval = 60
+    public var pingTimeout = 15
     /// Certificate authentication instead of `auth` (ConnectionAuthSpec.swift).
     public var certificate: CertificateAuthSpec?
     /// nil: libcurl's default (the `https_proxy` environment variable, if set).

@@ -20,6 +20,13 @@ public struct ConnectionSettings: Sendable {
     /// TCP keepalive probes after this many idle seconds (then every half of it): a connection a
     /// middlebox silently dropped is noticed by the kernel, not by a request timing out.
     public var keepAliveSeconds: Int
+    /// A connection whose server has sent nothing for this long gets an HTTP/2 PING
+    /// (`apns.ping_interval`). Why and how it fits `idleTimeoutMs`: docs/delivery.md,
+    /// "Keepalive and idle close".
+    public var pingIntervalMs = 60_000
+    /// No ACK to that PING within this long: the connection is given up, its open streams come
+    /// back as lost (resent with their apns-id) and the next work opens a new one (`apns.ping_timeout`).
+    public var pingTimeoutMs = 15_000
 
     public init(baseURL: String, trust: TLSTrust, identity: ClientIdentity? = nil, maxStreams: Int = 100,
                 connectTimeoutMs: Int = 10_000, requestTimeoutMs: Int = 30_000,

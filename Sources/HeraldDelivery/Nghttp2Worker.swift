@@ -12,6 +12,8 @@ import HeraldCore
 /// - A request with no answer after `requestTimeoutMs` is reset (RST_STREAM CANCEL) and comes
 ///   back as a transport failure.
 /// - A connection idle longer than `idleTimeoutMs` is closed.
+/// - A connection the server has been silent on for `pingIntervalMs` gets an HTTP/2 PING; without
+///   its ACK it is given up (Nghttp2Worker+Keepalive.swift).
 final class Nghttp2Worker: @unchecked Sendable {
     // @unchecked: after `start`, every property is touched only by this worker's own thread.
     let id: Int
@@ -76,6 +78,7 @@ final class Nghttp2Worker: @unchecked Sendable {
             if !stopping, !shared.halted.load(ordering: .relaxed), now >= shared.pausedUntil.load(ordering: .relaxed), now >= reactions.reconnectAt {
                 startRequests()
             }
+            keepAlive(current, draining)
             turnAll()
             if now &- lastTimeoutScan > 100_000_000 {
                 lastTimeoutScan = now

@@ -113,7 +113,7 @@ extension Context {
         let connections = try m.int("connections", range: 1...64) ?? 1
         let streams = try m.int("streams_per_connection", range: 1...1000) ?? 500
         var timeouts: [String: Int] = [:]
-        for key in ["connect_timeout", "request_timeout", "idle_timeout"] {
+        for key in ["connect_timeout", "request_timeout", "idle_timeout", "ping_interval", "ping_timeout"] {
             guard let v = try m.duration(key) else { continue }
             if v < 1 { throw m.error(key, "must be at least 1s") }
             timeouts[key] = v
@@ -127,12 +127,15 @@ extension Context {
             channelsEndpoint = text.hasSuffix("/") ? String(text.dropLast()) : text
         }
         try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
-                             "connect_timeout", "request_timeout", "idle_timeout", "libcurl_shims", "engine", "channels_endpoint"])
+                             "connect_timeout", "request_timeout", "idle_timeout", "ping_interval", "ping_timeout", "libcurl_shims", "engine",
+                             "channels_endpoint"])
         var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
         spec.simulator = rules
         spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
         spec.requestTimeout = timeouts["request_timeout"] ?? spec.requestTimeout
         spec.idleTimeout = timeouts["idle_timeout"] ?? spec.idleTimeout
+        spec.pingInterval = timeouts["ping_interval"] ?? spec.pingInterval
+        spec.pingTimeout = timeouts["ping_timeout"] ?? spec.pingTimeout
         spec.certificate = certificate
         spec.proxy = proxy
         spec.channelsEndpoint = channelsEndpoint

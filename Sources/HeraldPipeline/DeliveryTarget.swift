@@ -72,12 +72,14 @@ final class DeliveryTarget {
 
     func shutdown() { try? simulator?.shutdown() }
 
-    /// The job's `apns.connect_timeout`, `request_timeout` and `idle_timeout`.
+    /// The job's `apns.connect_timeout`, `request_timeout`, `idle_timeout`, `ping_interval` and `ping_timeout`.
     static func timed(_ settings: ConnectionSettings, _ apns: APNsSpec) -> ConnectionSettings {
         var s = settings
         s.connectTimeoutMs = apns.connectTimeout * 1000
         s.requestTimeoutMs = apns.requestTimeout * 1000
         s.idleTimeoutMs = apns.idleTimeout * 1000
+        s.pingIntervalMs = apns.pingInterval * 1000
+        s.pingTimeoutMs = apns.pingTimeout * 1000
         return s
     }
 

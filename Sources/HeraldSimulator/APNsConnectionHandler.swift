@@ -100,8 +100,12 @@ final class APNsConnectionHandler: ChannelInboundHandler {
             if payload.endStream { requestEnded(id, stream, context: context) } else { streams[id] = stream }
         case .rstStream:
             streams.removeValue(forKey: id)
+        case .ping(_, ack: false):
+            // A client checking the connection; NIOHTTP2Handler has queued the ACK. Logged so a test
+            // can see a client keep its connection alive.
+            policy.log.pingReceived(connection: connection.id)
         default:
-            // SETTINGS and PING are acknowledged by NIOHTTP2Handler; the rest needs nothing here.
+            // SETTINGS are acknowledged by NIOHTTP2Handler; the rest needs nothing here.
             break
         }
     }

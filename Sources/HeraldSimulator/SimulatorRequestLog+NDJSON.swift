@@ -6,7 +6,8 @@ import HeraldCore
 ///
 /// Request line: `time_ms, connection, stream, method, path, token, headers{apns-*, authorization
 /// redacted}, jwt_kid, jwt_iss, jwt_iat, body, status, reason, timestamp, apns_id, outcome, fault`.
-/// Final line of `herald sim`: `{"stats":{requests, answered, connections, by_status, by_reason, by_fault}, "time_ms"}`.
+/// Final line of `herald sim`: `{"stats":{requests, answered, connections, by_status, by_reason, by_fault,
+/// peak_awaiting_latency, pings}, "time_ms"}`.
 struct NDJSONWriter {
     var out: [UInt8] = []
     private var first = true
@@ -105,6 +106,7 @@ extension SimulatorRequestLog.Stats {
         inner.object("by_reason", NDJSONWriter.counts(byReason) { $0 })
         inner.object("by_fault", NDJSONWriter.counts(byFault) { $0 })
         inner.number("peak_awaiting_latency", peakAwaitingLatency)
+        inner.number("pings", pings)
         var stats = inner.finish()
         stats.removeLast()  // the newline
         var w = NDJSONWriter(capacity: stats.count + 32)

@@ -108,11 +108,23 @@ public final class SimulatorRequestLog: Sendable {
         /// The most answers, over all connections, held back at once by the latency fault: the
         /// requests a client had in flight while its answers were slow.
         public var peakAwaitingLatency = 0
+        /// HTTP/2 PINGs received from clients (not their ACKs of the server's): a client checking
+        /// an idle or silent connection. NIOHTTP2Handler answers each with its ACK.
+        public var pings = 0
         public init() {}
+    }
+
+    /// One PING a client sent.
+    public struct Ping: Sendable, Equatable {
+        /// The connection's number, as in `Entry.connection`.
+        public var connection: Int
+        public var time: Date
+        public init(connection: Int, time: Date) { self.connection = connection; self.time = time }
     }
 
     private struct State {
         var entries: [Entry] = []
+        var pings: [Ping] = []
         var stats = Stats()
         var fd: Int32 = -1
         var fileFailed = false
@@ -152,6 +164,19 @@ public final class SimulatorRequestLog: Sendable {
     public func statusCounts() -> [Int: Int] { state.withLock { $0.stats.byStatus } }
 
     public func stats() -> Stats { state.withLock { $0.stats } }
+
+    /// PINGs received so far, in arrival order (empty when entries are not kept in memory). They
+    /// are not request lines: the NDJSON file stays one line per request, and its stats line
+    /// counts them (`pings`).
+    public func pings() -> [Ping] { state.withLock { $0.pings } }
+
+    func pingReceived(connection: Int) {
+        let ping = Ping(connection: connection, time: Date())
+        state.withLock {
+            $0.stats.pings += 1
+            if keepsEntries { $0.pings.append(ping) }
+        }
+    }
 
     func connectionOpened() { state.withLock { $0.stats.connections += 1 } }
     func connectionClosed() { state.withLock { $0.stats.connectionsClosed += 1 } }

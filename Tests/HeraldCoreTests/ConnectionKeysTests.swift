@@ -62,6 +62,19 @@ import Testing
                     + "(the libcurl engine and its shims were removed; docs/delivery.md)"])
     }
 
+    /// `apns.ping_interval` and `apns.ping_timeout` (docs/delivery.md, "Keepalive and idle close").
+    @Test func pingIntervalAndTimeoutAreDurationsOfAtLeastASecond() throws {
+        let defaults = try load(apns: "", auth: true).apns
+        #expect(defaults.pingInterval == 60 && defaults.pingTimeout == 15)
+        let set = try load(apns: "  ping_interval: 2m\n  ping_timeout: 5s", auth: true).apns
+        #expect(set.pingInterval == 120 && set.pingTimeout == 5)
+        // With `auth`, `extra` starts on the job's seventh line.
+        let zero = try failure(apns: "  ping_interval: 30s\n  ping_timeout: 0s", auth: true)
+        #expect(zero.description == "\(dir.file("jobs/job.yaml")) line 8: apns.ping_timeout must be at least 1s", "\(zero)")
+        let word = try failure(apns: "  ping_interval: often", auth: true)
+        #expect(word.line == 7 && word.message == "apns.ping_interval must be a duration such as 90s, 15m, 24h or 7d", "\(word)")
+    }
+
     @Test func certificateMistakesNameTheField() throws {
         let cases: [(String, Bool, String, String)] = [
             ("  certificate: { p12_file: ../keys/push.p12 }", true, "production", "apns.certificate and apns.auth are alternatives"),

@@ -72,6 +72,26 @@ import Testing
         #expect(final["by_fault"] as? [String: Int] == ["close_before": 1])
     }
 
+    /// PINGs are kept and counted, and the stats line has them, but they are not request lines.
+    @Test func pingsAreCountedAndKeptButAreNoRequestLines() throws {
+        let path = dir.file("pings.ndjson")
+        let log = try SimulatorRequestLog(path: path)
+        log.pingReceived(connection: 2)
+        log.append(entry(status: 200, reason: nil))
+        log.pingReceived(connection: 3)
+        #expect(log.pings().map(\.connection) == [2, 3] && log.stats().pings == 2 && log.count == 1)
+        log.writeStatsLine()
+        log.close()
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 2, "one request line and the stats line")
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(lines[1].utf8)) as? [String: Any])
+        #expect((stats["stats"] as? [String: Any])?["pings"] as? Int == 2)
+
+        let counting = try SimulatorRequestLog(keepsEntries: false)
+        counting.pingReceived(connection: 1)
+        #expect(counting.pings().isEmpty && counting.stats().pings == 1)
+    }
+
     @Test func withoutEntriesInMemoryOnlyCountersGrow() throws {
         let log = try SimulatorRequestLog(keepsEntries: false)
         for _ in 0..<10 { log.append(entry(status: 200, reason: nil)) }

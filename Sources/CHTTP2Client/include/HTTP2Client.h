@@ -136,6 +136,18 @@ uint32_t h2_remote_max_streams(h2_conn *c);
 // Whether a GOAWAY arrived: no new stream may start; its error code and debug data (Apple's reason).
 int h2_goaway(const h2_conn *c, uint32_t *error_code, const char **debug, size_t *debug_len);
 
+// Keepalive. Apple: "You can check the health of your connection using an HTTP/2 PING frame"
+// (https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns).
+// h2_ping queues a PING (RFC 9113 §6.7), which the next h2_turn writes, unless one is already
+// waiting for its ACK. When no ACK has come `timeout_ms` later, h2_turn gives the connection up:
+// -1, every stream still open answered with `lost` set. 0, or NGHTTP2_ERR_NOMEM (nothing queued:
+// the caller may try again on a later turn).
+int h2_ping(h2_conn *c, int timeout_ms);
+// Whether a PING is waiting for its ACK.
+int h2_ping_outstanding(const h2_conn *c);
+// Milliseconds since the server's last frame arrived (any frame: an answer, a SETTINGS, a PING's ACK).
+int64_t h2_idle_ms(const h2_conn *c);
+
 // Sends GOAWAY if it can, and closes. Streams still open are dropped without answers.
 void h2_close(h2_conn *c);
 
