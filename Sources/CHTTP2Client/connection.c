@@ -112,7 +112,7 @@ static int alert_received(void) {
     return e != 0 && ERR_GET_LIB(e) == ERR_LIB_SSL && ERR_GET_REASON(e) >= SSL_AD_REASON_OFFSET;
 }
 
-static int64_t now_ms(void) {
+int64_t h2_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -126,9 +126,9 @@ static int64_t coarse_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int wait_fd(int fd, short events, int64_t deadline) {
+int h2_wait_fd(int fd, short events, int64_t deadline) {
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - h2_now_ms();
         if (left <= 0) return 0;
         struct pollfd p = { .fd = fd, .events = events };
         int r = poll(&p, 1, (int)left);
@@ -367,7 +367,7 @@ static int tcp_connect(const char *host, const char *port, int64_t deadline, int
         if (fd < 0) { why = strerror(errno); continue; }
         if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) break;
         if (errno == EINPROGRESS) {
-            int w = wait_fd(fd, POLLOUT, deadline);
+            int w = h2_wait_fd(fd, POLLOUT, deadline);
             int soerr = 0;
             socklen_t len = sizeof soerr;
             if (w > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) == 0 && soerr == 0) break;
@@ -377,7 +377,7 @@ static int tcp_connect(const char *host, const char *port, int64_t deadline, int
         }
         close(fd);
         fd = -1;
-        if (now_ms() >= deadline) { why = "timed out"; break; }
+        if (h2_now_ms() >= deadline) { why = "timed out"; break; }
     }
     freeaddrinfo(res);
     if (fd < 0) {
@@ -421,7 +421,7 @@ static int tls_handshake(h2_conn *c, SSL_CTX *ctx, const char *host, int64_t dea
         if (r == 1) break;
         int e = SSL_get_error(c->ssl, r);
         if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-            int w = wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
+            int w = h2_wait_fd(c->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline);
             if (w > 0) continue;
             *kind = H2_ERR_TLS;
             set_err(err, errlen, "TLS handshake %s", w == 0 ? "timed out" : strerror(errno));
@@ -483,7 +483,7 @@ static int start_session(h2_conn *c) {
 h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char *authority, const h2_proxy *proxy,
                     int timeout_ms, int keepalive_seconds, h2_error_kind *kind, char *err, size_t errlen) {
     *kind = H2_OK;
-    int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
+    int64_t deadline = h2_now_ms() + (timeout_ms > 0 ? timeout_ms : 10000);
     h2_conn *c = h2_calloc(1, sizeof *c);
     if (!c) { *kind = H2_ERR_MEMORY; set_err(err, errlen, "out of memory%s", ""); return NULL; }
     c->fd = -1;
@@ -530,7 +530,7 @@ h2_conn *h2_connect(h2_tls *tls, const char *host, const char *port, const char 
             return NULL;
         }
         if (c->settings_received) break;
-        int w = wait_fd(c->fd, POLLIN, deadline);
+        int w = h2_wait_fd(c->fd, POLLIN, deadline);
         if (w <= 0) {
             *kind = H2_ERR_PROTOCOL;
             set_err(err, errlen, "the server sent no HTTP/2 SETTINGS %s", w == 0 ? "in time" : strerror(errno));

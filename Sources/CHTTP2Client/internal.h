@@ -14,6 +14,12 @@ void *h2_calloc(size_t count, size_t size);
 void *h2_realloc(void *p, size_t size);
 char *h2_strdup(const char *s);
 
+// CLOCK_MONOTONIC in milliseconds, and poll() on one descriptor until `deadline` (those
+// milliseconds): 1 ready, 0 the deadline passed, -1 poll failed (errno). Shared by the connection
+// and the proxy handshakes (connection.c).
+int64_t h2_now_ms(void);
+int h2_wait_fd(int fd, short events, int64_t deadline);
+
 // ---------- proxies (proxy.c) ----------
 
 // Asks the proxy that `fd` is connected to (blocking until `deadline_ms`, CLOCK_MONOTONIC

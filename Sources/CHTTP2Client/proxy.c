@@ -131,23 +131,6 @@ static int failed(report *r, h2_error_kind kind, const char *fmt, ...) {
     return -1;
 }
 
-static int64_t clock_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-// 1: ready; 0: the deadline passed; -1: poll failed (errno).
-static int wait_io(int fd, short events, int64_t deadline) {
-    for (;;) {
-        int64_t left = deadline - clock_ms();
-        if (left <= 0) return 0;
-        struct pollfd p = { .fd = fd, .events = events };
-        int n = poll(&p, 1, (int)left);
-        if (n > 0) return 1;
-        if (n < 0 && errno != EINTR) return -1;
-    }
-}
 
 // The socket is non-blocking (h2_connect's tcp_connect): each call waits for it up to the deadline.
 static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline, report *r) {
@@ -156,7 +139,7 @@ static int send_all(int fd, const uint8_t *buf, size_t len, int64_t deadline, re
         if (n > 0) { sent += (size_t)n; continue; }
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int w = wait_io(fd, POLLOUT, deadline);
+            int w = h2_wait_fd(fd, POLLOUT, deadline);
             if (w > 0) continue;
             return failed(r, H2_ERR_CONNECT, "proxy: %s", w == 0 ? "timed out" : strerror(errno));
         }
@@ -174,7 +157,7 @@ static ssize_t recv_once(int fd, uint8_t *buf, size_t cap, int64_t deadline, con
         if (n == 0) return failed(r, H2_ERR_CONNECT, "proxy: it closed the connection before answering %s", awaiting);
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int w = wait_io(fd, POLLIN, deadline);
+            int w = h2_wait_fd(fd, POLLIN, deadline);
             if (w > 0) continue;
             if (w == 0) return failed(r, H2_ERR_CONNECT, "proxy: it did not answer %s in time", awaiting);
         }

@@ -8,23 +8,18 @@ import Glibc
 /// `credentials`, a CONNECT without the matching `Proxy-Authorization: Basic …` gets 407.
 public final class ConnectProxy: @unchecked Sendable {
     // @unchecked: the counters are behind `lock`; the listening socket is set once.
-    public private(set) var port: Int = 0
-    private let listener: Int32
+    public var port: Int { listener?.port ?? 0 }
+    private var listener: LoopbackListener?
     private let credentials: (user: String, password: String)?
     private let lock = NSLock()
     private var tunnelCount = 0
     private var refusedCount = 0
     private var targets: [String] = []
-    private var stopped = false
 
     public init(credentials: (user: String, password: String)? = nil) throws {
         self.credentials = credentials
-        (listener, port) = try LoopbackSocket.bound(listening: true, what: "proxy")
-        let accepting = Thread { [self] in acceptLoop() }
-        accepting.start()
+        listener = try LoopbackListener(what: "proxy") { [weak self] client in if let self { self.serve(client) } else { close(client) } }
     }
-
-    deinit { stop() }
 
     public var url: String { "http://127.0.0.1:\(port)" }
     /// Tunnels opened (CONNECT answered 200).
@@ -34,25 +29,7 @@ public final class ConnectProxy: @unchecked Sendable {
     /// The `host:port` of every tunnel.
     public var tunnelTargets: [String] { lock.lock(); defer { lock.unlock() }; return targets }
 
-    public func stop() {
-        lock.lock()
-        let first = !stopped
-        stopped = true
-        lock.unlock()
-        if first { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
-    }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                lock.lock(); let done = stopped; lock.unlock()
-                if done { return }
-                continue
-            }
-            Thread { [self] in serve(client) }.start()
-        }
-    }
+    public func stop() { listener?.stop() }
 
     private func serve(_ client: Int32) {
         var head = [UInt8]()
@@ -90,11 +67,16 @@ public final class ConnectProxy: @unchecked Sendable {
         guard connected == 0 else { reply(client, "HTTP/1.1 502 Bad Gateway\r\n\r\n"); close(client); close(upstream); return }
         lock.lock(); tunnelCount += 1; targets.append(target); lock.unlock()
         reply(client, "HTTP/1.1 200 Connection Established\r\n\r\n")
+        Self.relay(client, upstream)
+    }
+
+    /// Copies both ways until either side closes, then closes both (also Socks5Proxy's tunnels):
+    /// only once both pumps are done, so neither touches a descriptor number reused meanwhile.
+    static func relay(_ client: Int32, _ upstream: Int32) {
         let done = DispatchSemaphore(value: 0)
-        Thread { Self.pump(from: upstream, to: client); done.signal() }.start()
-        Self.pump(from: client, to: upstream)
+        Thread { pump(from: upstream, to: client); done.signal() }.start()
+        pump(from: client, to: upstream)
         done.wait()
-        // Closed only once both pumps are done, so neither touches a descriptor number reused meanwhile.
         close(client)
         close(upstream)
     }

@@ -20,23 +20,19 @@ public final class Socks5Proxy: @unchecked Sendable {
         public init(addressType: UInt8, address: String, port: Int) { self.addressType = addressType; self.address = address; self.port = port }
     }
 
-    public private(set) var port: Int = 0
-    private let listener: Int32
+    public var port: Int { listener?.port ?? 0 }
+    private var listener: LoopbackListener?
     private let credentials: (user: String, password: String)?
     private let lock = NSLock()
     private var requestLog: [Request] = []
     private var methodLog: [[UInt8]] = []
     private var tunnelCount = 0
     private var refusedCount = 0
-    private var stopped = false
 
     public init(credentials: (user: String, password: String)? = nil) throws {
         self.credentials = credentials
-        (listener, port) = try LoopbackSocket.bound(listening: true, what: "SOCKS5 proxy")
-        Thread { [self] in acceptLoop() }.start()
+        listener = try LoopbackListener(what: "SOCKS5 proxy") { [weak self] client in if let self { self.serve(client) } else { close(client) } }
     }
-
-    deinit { stop() }
 
     /// `socks5://127.0.0.1:port`, or with `scheme: "socks5h"`.
     public func url(_ scheme: String = "socks5") -> String { "\(scheme)://127.0.0.1:\(port)" }
@@ -49,34 +45,11 @@ public final class Socks5Proxy: @unchecked Sendable {
     /// Clients turned away for their authentication (no acceptable method, or wrong credentials).
     public var refused: Int { lock.lock(); defer { lock.unlock() }; return refusedCount }
 
-    public func stop() {
-        lock.lock()
-        let first = !stopped
-        stopped = true
-        lock.unlock()
-        if first { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
-    }
-
-    private func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                lock.lock(); let done = stopped; lock.unlock()
-                if done { return }
-                continue
-            }
-            Thread { [self] in serve(client) }.start()
-        }
-    }
+    public func stop() { listener?.stop() }
 
     private func serve(_ client: Int32) {
         guard let upstream = handshake(client) else { close(client); return }
-        let done = DispatchSemaphore(value: 0)
-        Thread { ConnectProxy.pump(from: upstream, to: client); done.signal() }.start()
-        ConnectProxy.pump(from: client, to: upstream)
-        done.wait()
-        close(client)
-        close(upstream)
+        ConnectProxy.relay(client, upstream)
     }
 
     private func refuse(_ client: Int32, _ bytes: [UInt8]) -> Int32? {
