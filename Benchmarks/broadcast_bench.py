@@ -116,7 +116,7 @@ def run_one(herald, work, connections, streams, latency, channels):
     if c["sent"] != channels:
         log(f"warning: {c['sent']:,} of {channels:,} channels sent ({summary.get('by_reason')})")
     log(f"{connections} connection(s) x {streams} streams at {latency} ms: {c['sent']:,} of {channels:,} channels sent; "
-        f"end to end {row['rate']:,}/s ({row['wall_seconds']} s); sending {row.get('send_rate')}/s "
+        f"end to end {row['rate']:,}/s ({row['wall_seconds']} s); sending {row.get('send_rate', 0):,}/s "
         f"({row.get('attempted_once'):,} attempted once); ceilings {row['one_at_a_time_ceiling']:,}/s one at a time, "
         f"{row['window_ceiling']:,}/s with every stream; peak RSS {row.get('peak_rss_mib')} MiB")
     return row
