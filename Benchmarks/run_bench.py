@@ -32,6 +32,7 @@ def main():
     subprocess.run([sys.executable, os.path.join(here, "instructions_bench.py"), herald], check=True)   # instructions per push (callgrind): bench-out/instructions.json
     subprocess.run([sys.executable, os.path.join(here, "window_bench.py"), herald], check=True)   # 50 ms latency, RSS against the in-flight window: bench-out/window.json
     subprocess.run([sys.executable, os.path.join(here, "schedule_bench.py"), herald], check=True)   # what a schedule costs: bench-out/schedule.json
+    subprocess.run([sys.executable, os.path.join(here, "broadcast_bench.py"), herald], check=True)   # 10,000 broadcast channels at 25 ms: bench-out/broadcast.json
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "figures.json"), "w") as f:
         json.dump(figures, f, indent=2)
