@@ -5,8 +5,9 @@ SHELL := /bin/bash
 SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev zlib1g-dev
 # Only the tests need these: headless Chromium renders summary.html (SummaryPageBrowserTests); a real
 # Prometheus Pushgateway takes the pushed metrics (PushgatewayTests); bindfs mounts a real FUSE
-# filesystem under a state directory (NetworkFilesystemTests).
-TEST_PACKAGES := chromium prometheus-pushgateway bindfs
+# filesystem under a state directory (NetworkFilesystemTests); nghttpd is the second, independent HTTP/2
+# server the engine is checked against (NghttpdInteropTests).
+TEST_PACKAGES := chromium prometheus-pushgateway bindfs nghttp2-server
 # Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).
 BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
 HERALD_DEBUG := .build/debug/herald

@@ -44,6 +44,14 @@ extension ClientIdentity {
     /// provider is loaded (keeping the default one) and the bundle re-read; the certificate, its
     /// chain and key go to libcurl as PEM in memory (`converted`), since libcurl reads P12 blobs
     /// with the same OpenSSL.
+    /// OpenSSL's legacy provider (RC2, 3DES for old PKCS#12 bundles), loaded beside the default
+    /// one at the first bundle that needs it and kept for the life of the process. Each
+    /// `OSSL_PROVIDER_try_load` returns a new reference that only `OSSL_PROVIDER_unload` drops; a
+    /// load per bundle would leave one behind each time (LeakSanitizer reports it), and unloading
+    /// after the parse could pull the provider from under another thread reading a bundle. A
+    /// `static let` is initialised once, thread-safely; nil when the provider is not installed.
+    nonisolated(unsafe) private static let legacyProvider = OSSL_PROVIDER_try_load(nil, "legacy", 1)
+
     private static func checkPKCS12(_ bytes: [UInt8], path: String, password: String, variable: String?,
                                     now: Date) throws(ClientCertificateError) -> (Date?, (certificate: [UInt8], key: [UInt8])?) {
         guard let p12 = withBIO(bytes, { d2i_PKCS12_bio($0, nil) }) else { throw .notPKCS12(path: path) }
@@ -57,7 +65,7 @@ extension ClientIdentity {
         var legacy = false
         if PKCS12_parse(p12, password, &pkey, &cert, &chain) != 1 {
             let detail = ES256Key.opensslError()
-            guard OSSL_PROVIDER_try_load(nil, "legacy", 1) != nil, PKCS12_parse(p12, password, &pkey, &cert, &chain) == 1 else {
+            guard legacyProvider != nil, PKCS12_parse(p12, password, &pkey, &cert, &chain) == 1 else {
                 ERR_clear_error()
                 throw .unsupportedEncryption(path: path, detail: detail)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Synchronization
 
 /// Requests waiting for a free stream, shared by every connection: a connection with room takes
@@ -114,7 +115,7 @@ final class WakePipe: @unchecked Sendable {
 
 /// What the sender's threads share with its owner.
 final class EngineShared: Sendable {
-    let feed = Mutex(FeedBuffer())
+    let feed = Locked(FeedBuffer())
     let results = ResultQueue()
     let stopped = Atomic<Bool>(false)
     /// Set by the first connection that gets an answer meaning "our configuration is wrong"

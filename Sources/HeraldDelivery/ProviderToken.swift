@@ -15,7 +15,7 @@ public final class ProviderToken: Sendable {
     private let teamId: String
     private let keyId: String
     private let clock: @Sendable () -> Date
-    private let cached = Mutex<(jwt: String, issuedAt: Date)?>(nil)
+    private let cached = Locked<(jwt: String, issuedAt: Date)?>(nil)
     private let signCount = Atomic<Int>(0)
 
     /// Loads the key from where the job says. The key text is never kept beyond OpenSSL's handle.

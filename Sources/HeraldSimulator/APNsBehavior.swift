@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import Synchronization
 
 /// The standard behaviour: Apple's validation (`RequestValidator`), then for a request that
 /// passes it, the seeded random faults, then the deterministic token rules. A valid request that
@@ -41,7 +40,7 @@ public struct APNsBehavior: SimulatorBehavior {
 final class TokenRuleBook: Sendable {
     private let rules: SimulatorTokenRules
     /// Failures served per flaky token. Grows only with tokens matching a flaky prefix.
-    private let served = Mutex<[String: Int]>([:])
+    private let served = Locked<[String: Int]>([:])
 
     init(_ rules: SimulatorTokenRules) {
         var lowered = rules
@@ -87,7 +86,7 @@ final class TokenRuleBook: Sendable {
 /// has had in a row: it is kept only while a token keeps failing, so memory stays small.
 final class StatusFaults: Sendable {
     private let faults: SimulatorFaults
-    private let streak = Mutex<[String: Int]>([:])
+    private let streak = Locked<[String: Int]>([:])
 
     init(_ faults: SimulatorFaults) { self.faults = faults }
 

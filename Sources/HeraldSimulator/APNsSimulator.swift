@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
-import Synchronization
+import HeraldCore
 
 /// An APNs stand-in that speaks real HTTP/2 over TLS (ALPN `h2` only, TLS 1.2+), for tests and
 /// `herald sim`. Library first, like pushy's MockApnsServer: the command is a thin wrapper.
@@ -25,7 +25,7 @@ public final class APNsSimulator: Sendable {
 
     private let group: MultiThreadedEventLoopGroup
     private let listeners: [any Channel]
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
 
     private init(port: Int, managementPort: Int?, channels: ChannelRegistry, caCertificatePEM: String, requestLog: SimulatorRequestLog,
                  group: MultiThreadedEventLoopGroup, listeners: [any Channel]) {

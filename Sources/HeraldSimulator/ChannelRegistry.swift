@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import Synchronization
 
 /// The simulator's broadcast channels, in memory, per bundle id: what the management port
 /// creates, lists and deletes, and what the broadcast endpoint checks a send against. Apple:
@@ -18,7 +17,7 @@ public final class ChannelRegistry: Sendable {
         /// Channels created so far: the next id's index.
         var created: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Channels per app before `CannotCreateChannelConfig`.
     public let limit: Int
     /// The faults' seed (`--seed`): channel ids, and so the faults keyed by them, are the same

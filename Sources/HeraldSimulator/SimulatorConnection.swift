@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Synchronization
 
 /// Per-connection state the behaviour consults: the connection's number (for the log), a cache
@@ -22,7 +23,7 @@ public final class SimulatorConnection: Sendable {
         var currentToken: String?
         var adoptedAt = Date.distantPast
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     public init(id: Int) { self.id = id }
 

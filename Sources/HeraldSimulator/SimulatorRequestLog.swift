@@ -1,6 +1,5 @@
 import Foundation
 import HeraldCore
-import Synchronization
 
 /// Every request the simulator received, with counters for tests and a final stats line,
 /// optionally mirrored to an NDJSON file. Lock-protected: all connections append concurrently.
@@ -131,7 +130,7 @@ public final class SimulatorRequestLog: Sendable {
         var awaitingLatency = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let keepsEntries: Bool
     private let writesFile: Bool
     /// When false, `append` is never handed an entry: counting needs none.
@@ -149,7 +148,7 @@ public final class SimulatorRequestLog: Sendable {
         }
         self.keepsEntries = keepsEntries
         self.writesFile = path != nil
-        self.state = Mutex(initial)
+        self.state = Locked(initial)
     }
 
     deinit { state.withLock { if $0.fd >= 0 { closeDescriptor($0.fd) } } }
