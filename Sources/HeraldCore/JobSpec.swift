@@ -140,13 +140,18 @@ public struct APNsSpec: Sendable {
     public var pingTimeout = 15
     /// Certificate authentication instead of `auth` (ConnectionAuthSpec.swift).
     public var certificate: CertificateAuthSpec?
-    /// nil: libcurl's default (the `https_proxy` environment variable, if set).
+    /// nil: the environment decides (`https_proxy`, `all_proxy`, `no_proxy`), as libcurl reads it.
     public var proxy: ProxySpec?
     /// `apns.channels_endpoint`: where broadcast channels are managed, for a custom `endpoint`
     /// (`herald sim --management-port`); nil: Apple's host for `endpoint`.
     public var channelsEndpoint: String?
+    /// `apns.connections` and `apns.streams_per_connection` when the job leaves them out: declared
+    /// here once, for the loader and for code that builds a spec itself.
+    public static let defaultConnections = 1
+    public static let defaultStreamsPerConnection = 500
+
     public init(endpoint: APNsEndpoint, caFile: String? = nil, topic: String, auth: TokenAuthSpec?,
-                connections: Int = 1, streamsPerConnection: Int = 500) {
+                connections: Int = APNsSpec.defaultConnections, streamsPerConnection: Int = APNsSpec.defaultStreamsPerConnection) {
         self.endpoint = endpoint; self.caFile = caFile; self.topic = topic; self.auth = auth
         self.connections = connections; self.streamsPerConnection = streamsPerConnection
     }

@@ -110,8 +110,8 @@ extension Context {
             rules.logPath = try sm.string("log").map(resolve)
             try parseSimulatorRules(&sm, into: &rules)
         }
-        let connections = try m.int("connections", range: 1...64) ?? 1
-        let streams = try m.int("streams_per_connection", range: 1...1000) ?? 500
+        let connections = try m.int("connections", range: 1...64) ?? APNsSpec.defaultConnections
+        let streams = try m.int("streams_per_connection", range: 1...1000) ?? APNsSpec.defaultStreamsPerConnection
         var timeouts: [String: Int] = [:]
         for key in ["connect_timeout", "request_timeout", "idle_timeout", "ping_interval", "ping_timeout"] {
             guard let v = try m.duration(key) else { continue }

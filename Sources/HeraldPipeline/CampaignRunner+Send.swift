@@ -13,9 +13,6 @@ extension CampaignRunner {
         var counters = DeliveryCounters()
     }
 
-    /// Requests in flight on the wire at once: connections × streams.
-    var window: Int { spec.apns.connections * spec.apns.streamsPerConnection }
-
     /// Opens the connections and sends (see `send`). `reading`: the audience is still being read
     /// on another thread (`audience.prescan: false`).
     func deliver(state: RunState, headers: HeaderRenderer, credentials: DeliveryTarget.Credentials,
