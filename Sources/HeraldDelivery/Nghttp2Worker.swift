@@ -242,7 +242,7 @@ final class Nghttp2Worker: @unchecked Sendable {
         lastActivity = now
         let outcome: PushOutcome
         if a.complete != 0 {
-            outcome = answered(a, sent: p.job.request.apnsId)
+            outcome = Self.answered(a, sent: p.job.request.apnsId)
         } else {
             outcome = .transportFailure(Self.noAnswer(a, lostWhy: lostWhy, timeoutMs: settings.requestTimeoutMs))
             if !eventCounted {
@@ -260,7 +260,8 @@ final class Nghttp2Worker: @unchecked Sendable {
         done.append(result)
     }
 
-    private func answered(_ a: h2_answer, sent: String) -> PushOutcome {
+    /// A complete answer as herald records it; `sent`: the request's apns-id, kept when echoed.
+    static func answered(_ a: h2_answer, sent: String?) -> PushOutcome {
         var apnsId: String?
         if a.apns_id_len > 0 {
             let id = Self.text(a.apns_id, Int(a.apns_id_len))

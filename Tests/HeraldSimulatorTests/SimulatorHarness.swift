@@ -174,11 +174,7 @@ final class TestConnection {
                     let a = answers[k]
                     open -= 1
                     if a.complete != 0 {
-                        let apnsId = a.apns_id_len > 0 ? withUnsafeBytes(of: a.apns_id) { String(decoding: $0.prefix(Int(a.apns_id_len)), as: UTF8.self) } : nil
-                        let outcome = ResponseBody.outcome(status: Int(a.status), apnsId: apnsId) {
-                            a.body.map { Array(UnsafeBufferPointer(start: $0, count: a.body_len)) } ?? []
-                        }
-                        results.append(PushResult(index: Int(a.cookie), outcome: outcome))
+                        results.append(PushResult(index: Int(a.cookie), outcome: Nghttp2Worker.answered(a, sent: nil)))
                     } else if a.not_sent != 0 || a.reset_code == 7 {
                         again.append(Int(a.cookie))
                     } else {
