@@ -258,6 +258,8 @@ public struct ThrottleSpec: Sendable, Equatable {
 
 /// `throttle.frequency_cap`: no more than `max` pushes per device token (and topic) in any `per`
 /// seconds, for each limit, counted over every campaign of the state directory with the same category.
+/// The silent-push budget is one too, built in (`silentBudget`): every per-device budget is counted
+/// by the one ledger (HeraldState's SharedStore+Ledger.swift).
 public struct FrequencyCap: Sendable, Equatable {
     public struct Limit: Sendable, Equatable {
         public var max: Int
@@ -270,11 +272,52 @@ public struct FrequencyCap: Sendable, Equatable {
     public var category: String
     public var limits: [Limit]
     public var overCap: OverCap
+    /// Whether pushes are counted per (topic, token) or per token alone (the silent-push budget).
+    public var perTopic = true
     public init(category: String, limits: [Limit], overCap: OverCap = .skip) {
         self.category = category; self.limits = limits; self.overCap = overCap
     }
     /// The longest window: entries older than it count for no limit of this job.
     public var longest: Int { limits.map(\.per).max() ?? 0 }
+}
+
+extension JobSpec {
+    /// The per-device budgets the job's pushes are counted under, in the order they are checked:
+    /// the silent-push budget for background pushes, then `throttle.frequency_cap`.
+    /// `silentWindow`: Apple's hour, shorter only in tests.
+    public func deviceCaps(silentWindow: Int = FrequencyCap.silentBudgetWindow) -> [FrequencyCap] {
+        var caps: [FrequencyCap] = []
+        if push.type == .background {
+            caps.append(.silentBudget(perDevice: throttle.silentPerDevicePerHour, window: silentWindow, over: throttle.silentOverBudget))
+        }
+        if let cap = throttle.frequencyCap { caps.append(cap) }
+        return caps
+    }
+}
+
+extension FrequencyCap {
+    /// Whether this is the built-in silent-push budget rather than a job's `throttle.frequency_cap`.
+    public var isSilentBudget: Bool { category == Self.silentBudgetCategory }
+
+    /// The silent-push budget's category in the ledger. The job loader accepts only letters,
+    /// digits, '.', '_' and '-' in `frequency_cap.category`, so no job's cap can share it.
+    public static let silentBudgetCategory = "herald:silent-budget"
+
+    /// Apple's "per hour" for background pushes: "don't try to send more than two or three per hour"
+    /// (https://developer.apple.com/documentation/usernotifications/pushing-background-updates-to-your-app).
+    public static let silentBudgetWindow = 3600
+
+    /// `throttle.silent_per_device_per_hour` as a cap: `perDevice` background pushes per device
+    /// token in any `window` seconds, whichever campaign sends them. `perDevice` 0 means no budget:
+    /// every push is admitted and still counted, so that campaigns with a budget see it.
+    /// Counted per token alone: a device token already names one app on one device, and the
+    /// entries written before the budget became a cap carry no topic.
+    public static func silentBudget(perDevice: Int, window: Int = silentBudgetWindow, over: SilentOverBudget) -> FrequencyCap {
+        var cap = FrequencyCap(category: silentBudgetCategory, limits: [Limit(max: perDevice > 0 ? perDevice : .max, per: window)],
+                               overCap: over == .skip ? .skip : .defer)
+        cap.perTopic = false
+        return cap
+    }
 }
 
 /// `throttle.deadline`: an absolute time, a duration from the start of each `herald run`, or

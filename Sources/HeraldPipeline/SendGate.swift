@@ -4,23 +4,24 @@ import HeraldState
 import HeraldTestHooks
 import Logging
 
-/// The throttle between claiming recipients and sending them: `throttle.deadline`, the
-/// silent-push budget (`throttle.silent_per_device_per_hour` across every campaign of the state
-/// directory, by `throttle.silent_over_budget`), then `throttle.rate` and `throttle.silent_rate`.
+/// The throttle between claiming recipients and sending them: `throttle.deadline`, `schedule`, the
+/// per-device budgets across every campaign of the state directory (the silent-push budget,
+/// `throttle.silent_per_device_per_hour` by `throttle.silent_over_budget`, and
+/// `throttle.frequency_cap`: caps over one shared ledger), then `throttle.rate` and `throttle.silent_rate`.
 ///
 /// Any send loop calls `admit` once per claimed batch, before building requests, and sends only
 /// `Admission.send`; the recipients it holds back are already committed to the state file, so the
-/// loop has nothing else to do for them. Order matters for crash safety: the ledger entry of a
-/// background push is committed before `admit` returns it (a crash after that leaves an unused
+/// loop has nothing else to do for them. Order matters for crash safety: a push's ledger slots are
+/// committed before `admit` returns it (a crash after that leaves an unused
 /// slot, never an unrecorded push).
 final class SendGate {
     /// What `admit` decided for one claimed batch.
     struct Admission {
         /// Send these now: the rate wait is done and background pushes are in the ledger.
         var send: [ClaimedRecipient] = []
-        /// Over the silent budget with `skip`: committed as `throttled`.
+        /// Over a budget with `skip`, or past their window: committed as `throttled`.
         var throttled: [Int64] = []
-        /// Over the silent budget with `defer`: committed as waiting for their window (`retry`, `silent_budget`).
+        /// Over a budget with `defer`, or held for their window: committed as waiting.
         var deferred: [Int64] = []
         /// Not sent in this run after all (deadline, or a stop while waiting for the rate): back to `pending`.
         var unclaimed: [Int64] = []
@@ -38,10 +39,20 @@ final class SendGate {
     let clock: ThrottleClock
     let isStopping: () -> Bool
     let logger: Logger
-    /// The shared ledgers; nil unless the campaign sends background pushes or has a frequency cap.
+    /// A per-device budget the gate applies: a cap over the shared ledger.
+    struct Budget {
+        let cap: FrequencyCap
+        /// The report reason of a recipient it holds back.
+        let reason: String
+        /// With `defer`: whether a held-back recipient waits for its slot as `scheduled`, claimed
+        /// again when it comes (a frequency cap), or is parked until the next run checks it again
+        /// (the silent-push budget: `RunState.deferSilent`).
+        let waitsForSlot: Bool
+    }
+    /// In the order they are checked; a push held back by the first takes no slot in the second.
+    let budgets: [Budget]
+    /// The shared ledger; nil unless a budget applies.
     let ledger: SharedStore?
-    /// `throttle.frequency_cap`, counted per topic.
-    let frequencyCap: FrequencyCap?
     let topic: String
     /// Whether the job has a `schedule` (what a `scheduled` recipient waits for).
     let hasSchedule: Bool
@@ -74,17 +85,20 @@ final class SendGate {
         self.clock = clock
         self.isStopping = isStopping
         self.logger = logger
-        self.silentWindow = silentWindow ?? Self.testSilentWindow ?? SharedStore.silentWindow
+        self.silentWindow = silentWindow ?? Self.testSilentWindow ?? TimeInterval(FrequencyCap.silentBudgetWindow)
         let mono = clock.monotonic()
         overall = TokenBucket(rate: spec.throttle.rate, now: mono)
         silent = TokenBucket(rate: spec.push.type == .background ? spec.throttle.silentRate : 0, now: mono)
         deadline = spec.throttle.deadline?.instant(startedAt: clock.now().timeIntervalSince1970) ?? .infinity
-        frequencyCap = spec.throttle.frequencyCap
+        budgets = spec.deviceCaps(silentWindow: Int(self.silentWindow.rounded(.up))).map { cap in
+            cap.isSilentBudget ? Budget(cap: cap, reason: RunState.silentBudgetReason, waitsForSlot: false)
+                : Budget(cap: cap, reason: RunState.frequencyCapReason, waitsForSlot: true)
+        }
         topic = spec.apns.topic
         hasSchedule = spec.schedule != nil
         waitsForWindows = spec.schedule?.wait ?? true
         localTime = LocalTimeCheck(job: spec, runStarted: (try? state.reload().startDate) ?? clock.now())
-        if spec.push.type == .background || spec.throttle.frequencyCap != nil {
+        if !budgets.isEmpty {
             ledger = try CampaignRunner.wrap(.preparing) { () throws(StateError) in try SharedStore(besideStateFile: spec.statePath, volume: volume) }
             campaign = (try? state.reload().campaign) ?? spec.campaign
         } else {
@@ -94,7 +108,7 @@ final class SendGate {
         if spec.push.type == .background {
             let deferred = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.recheckDeferred(now: clock.now()) }
             if deferred > 0 { logger.notice("\(deferred) recipient(s) deferred by the silent-push budget are checked against it again") }
-            if self.silentWindow != SharedStore.silentWindow {
+            if self.silentWindow != TimeInterval(FrequencyCap.silentBudgetWindow) {
                 logger.warning("HERALD_TEST_SILENT_WINDOW: silent-push budget window is \(self.silentWindow) s instead of an hour (test setting)")
             }
         }
@@ -152,43 +166,36 @@ final class SendGate {
             candidates = try checkSchedule(candidates, leaves: leaveTime(candidates.count, now: now, mono: mono), into: &a)
         }
 
-        // The silent-push budget, before the rate: a push held back takes no rate token. Entries
-        // are stamped when the push will actually leave (after the rate wait), never earlier.
-        if let ledger, pushType == .background, !candidates.isEmpty {
-            let (pushes, leaves) = ledgerPushes(candidates, now: now, mono: mono)
+        // The per-device budgets, before the rate: a push held back takes no rate token. Each push
+        // takes its slots before it leaves, the whole batch in one transaction (so two campaigns
+        // cannot both take a device's last slot), stamped with when the pushes will actually leave
+        // (after the rate wait), never earlier.
+        if let ledger, !candidates.isEmpty {
+            let pushes = candidates.map { LedgerPush(token: $0.token.hex, apnsId: $0.apnsId) }
+            let leaves = leaveTime(candidates.count, now: now, mono: mono)
             let decisions = try commit { () throws(StateError) in
-                try ledger.admitSilent(pushes, campaign: campaign, limit: throttle.silentPerDevicePerHour, window: silentWindow, now: leaves)
+                try ledger.admit(pushes, topic: topic, caps: budgets.map(\.cap), campaign: campaign, now: leaves)
             }
             CrashPoint.ledger.reached()
-            let (admitted, held) = Self.split(candidates, decisions.map(\.opensAt))
-            let skipped = throttle.silentOverBudget == .skip ? held.map(\.seq) : []
-            let deferred = throttle.silentOverBudget == .skip ? [] : held
-            a.throttled += skipped
-            a.deferred += deferred.map(\.seq)
-            counters.throttleDeferrals += held.count
-            if !skipped.isEmpty { try commit { () throws(StateError) in try state.markThrottled(skipped) } }
-            if !deferred.isEmpty { try commit { () throws(StateError) in try state.deferSilent(deferred, runAttemptLimit: maxAttempts) } }
-            candidates = admitted
-        }
-
-        // The frequency cap: each push takes its slot before it leaves, the whole batch in one
-        // transaction (so two campaigns of the category cannot both take a device's last slot).
-        if let ledger, let cap = frequencyCap, !candidates.isEmpty {
-            let (pushes, leaves) = ledgerPushes(candidates, now: now, mono: mono)
-            let decisions = try commit { () throws(StateError) in
-                try ledger.admitCapped(pushes, topic: topic, cap: cap, campaign: campaign, now: leaves)
+            var admitted: [ClaimedRecipient] = []
+            var held: [String: [(seq: Int64, until: Date)]] = [:]
+            for (c, decision) in zip(candidates, decisions) {
+                if case .overCap(let category, let at) = decision { held[category, default: []].append((c.seq, at)) } else { admitted.append(c) }
             }
-            CrashPoint.ledger.reached()
-            let (admitted, held) = Self.split(candidates, decisions.map(\.opensAt))
-            let skipped = cap.overCap == .skip ? held.map(\.seq) : []
-            let deferred = cap.overCap == .skip ? [] : held
-            a.throttled += skipped
-            a.deferred += deferred.map(\.seq)
-            counters.throttleDeferrals += held.count
-            if !skipped.isEmpty {
-                try commit { () throws(StateError) in try state.markThrottled(skipped, reason: RunState.frequencyCapReason) }
+            for budget in budgets {
+                guard let over = held[budget.cap.category] else { continue }
+                counters.throttleDeferrals += over.count
+                if budget.cap.overCap == .skip {
+                    a.throttled += over.map(\.seq)
+                    try commit { () throws(StateError) in try state.markThrottled(over.map(\.seq), reason: budget.reason) }
+                } else if budget.waitsForSlot {
+                    a.deferred += over.map(\.seq)
+                    try commit { () throws(StateError) in try state.deferCapped(over) }
+                } else {
+                    a.deferred += over.map(\.seq)
+                    try commit { () throws(StateError) in try state.deferSilent(over, runAttemptLimit: maxAttempts) }
+                }
             }
-            if !deferred.isEmpty { try commit { () throws(StateError) in try state.deferCapped(deferred) } }
             candidates = admitted
         }
 
@@ -209,12 +216,6 @@ final class SendGate {
         }
         a.send = candidates
         return a
-    }
-
-    /// A batch as the shared ledgers see it, and when it leaves: entries are stamped with the time
-    /// the pushes actually go (after the rate wait), never earlier.
-    private func ledgerPushes(_ batch: [ClaimedRecipient], now: Date, mono: Double) -> ([SilentPush], Date) {
-        (batch.map { SilentPush(token: $0.token.hex, apnsId: $0.apnsId) }, leaveTime(batch.count, now: now, mono: mono))
     }
 
     /// When `count` pushes claimed at `now` leave: after the rate's wait.
@@ -255,16 +256,6 @@ final class SendGate {
         return a
     }
 
-    /// A batch split by a ledger's answers (nil: admitted; a date: held back, room again then).
-    private static func split(_ batch: [ClaimedRecipient], _ opens: [Date?]) -> (admitted: [ClaimedRecipient], held: [(seq: Int64, until: Date)]) {
-        var admitted: [ClaimedRecipient] = []
-        var held: [(seq: Int64, until: Date)] = []
-        for (c, at) in zip(batch, opens) {
-            if let at { held.append((c.seq, at)) } else { admitted.append(c) }
-        }
-        return (admitted, held)
-    }
-
     /// Why the run ends incomplete because of the throttle, if it does: said instead of the
     /// generic "still retryable" message.
     func stopMessage(open: Int) throws(RunFailure) -> String? {
@@ -300,7 +291,7 @@ final class SendGate {
 
     /// What a `scheduled` recipient waits for, in messages.
     var waitingFor: String {
-        frequencyCap == nil ? "their local window" : (hasSchedule ? "their local window or a frequency-cap slot" : "a frequency-cap slot")
+        !budgets.contains(where: \.waitsForSlot) ? "their local window" : (hasSchedule ? "their local window or a frequency-cap slot" : "a frequency-cap slot")
     }
 
     static func iso(_ date: Date) -> String { UTCText.seconds(date) }

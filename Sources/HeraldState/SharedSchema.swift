@@ -1,4 +1,5 @@
 import GRDB
+import HeraldCore
 
 /// Migrations of `herald-shared.sqlite`. Each feature that keeps cross-campaign data registers
 /// its own named migration here; names are never changed once released.
@@ -8,8 +9,8 @@ enum SharedSchema {
         m.registerMigration("1-shared-meta") { db in
             try db.execute(sql: "CREATE TABLE shared_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         }
-        // The silent-push ledger (SharedStore+Ledger.swift): one row per background notification
-        // admitted by any campaign of the state directory, written before the push leaves.
+        // The silent-push ledger: one row per background notification admitted by any campaign
+        // of the state directory, written before the push leaves (moved into the one ledger by 5).
         m.registerMigration("2-silent-push-ledger") { db in
             try db.execute(sql: """
                 CREATE TABLE silent_push (
@@ -40,7 +41,7 @@ enum SharedSchema {
                 ) WITHOUT ROWID
                 """)
         }
-        // Frequency caps (SharedStore+FrequencyCap.swift): one row per push any campaign of a
+        // Frequency caps (SharedStore+Ledger.swift): one row per push any campaign of a
         // category started, per topic and device token, written before the push leaves.
         // `frequency_window` keeps each category's longest window seen, so a job with a short cap
         // never prunes entries that another job of the category still counts.
@@ -58,6 +59,22 @@ enum SharedSchema {
                 CREATE INDEX frequency_push_age ON frequency_push(category, sent_at);
                 CREATE TABLE frequency_window (category TEXT PRIMARY KEY, longest REAL NOT NULL);
                 """)
+        }
+        // One ledger for every per-device budget (SharedStore+Ledger.swift): the silent-push
+        // budget becomes a cap of its own category over `frequency_push`, counted per token alone
+        // (topic ''), and its entries move there, keeping their times, so the budget holds across
+        // the upgrade. Its category keeps at least Apple's hour of entries, as before.
+        m.registerMigration("5-one-ledger") { db in
+            let category = FrequencyCap.silentBudgetCategory
+            try db.execute(sql: """
+                INSERT INTO frequency_push (category, topic, token, apns_id, campaign, sent_at)
+                SELECT ?, '', token, apns_id, campaign, sent_at FROM silent_push
+                """, arguments: [category])
+            try db.execute(sql: """
+                INSERT INTO frequency_window (category, longest) VALUES (?1, ?2)
+                ON CONFLICT (category) DO UPDATE SET longest = MAX(longest, ?2)
+                """, arguments: [category, Double(FrequencyCap.silentBudgetWindow)])
+            try db.execute(sql: "DROP TABLE silent_push")
         }
         return m
     }

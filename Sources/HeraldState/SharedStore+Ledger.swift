@@ -1,84 +1,124 @@
 import Foundation
 import GRDB
+import HeraldCore
 
-/// A background (silent) push about to leave: who it goes to and which notification it is.
-public struct SilentPush: Sendable, Equatable {
+/// A push about to leave, as the ledger counts it: the device and which notification it is.
+public struct LedgerPush: Sendable, Equatable {
     public var token: String
     public var apnsId: String
     public init(token: String, apnsId: String) { self.token = token; self.apnsId = apnsId }
 }
 
-/// The silent-push budget's answer for one push.
-public enum SilentBudgetDecision: Sendable, Equatable {
-    /// Recorded in the ledger: send it.
+/// The ledger's answer for one push.
+public enum LedgerDecision: Sendable, Equatable {
+    /// Its slot is recorded under every cap: send it.
     case admitted
-    /// The device already had its budget within the window: the earliest time it has room again.
-    case overBudget(opensAt: Date)
+    /// The device has had its pushes for a limit of the cap of `category`: the earliest time every
+    /// limit of that cap has room again.
+    case overCap(category: String, opensAt: Date)
 
     /// When the device has room again; nil: admitted.
     public var opensAt: Date? {
-        if case .overBudget(let at) = self { return at }
+        if case .overCap(_, let at) = self { return at }
         return nil
     }
 }
 
-/// The silent-push ledger: every background push that any campaign of the state directory sends,
-/// per device token, so that `throttle.silent_per_device_per_hour` holds across campaigns
-/// (Apple: "don't try to send more than two or three per hour", https://developer.apple.com/documentation/usernotifications/pushing-background-updates-to-your-app).
+/// The per-device ledger: every push that a campaign of the state directory starts under a cap,
+/// per cap category, topic and device token, so that a budget holds whichever campaigns send the
+/// pushes. Both budgets herald has are caps over it: `throttle.frequency_cap` ("no more than 3
+/// marketing pushes a day") and the silent-push budget (`throttle.silent_per_device_per_hour`,
+/// `FrequencyCap.silentBudget`).
 ///
-/// Crash safety: an entry is committed (synchronous=FULL) before the push leaves. A crash between
-/// the commit and the send leaves a reserved slot that was never used, which only delays that
-/// device; the opposite order could send a push the ledger never saw. A resend of the same
-/// notification (same apns-id, after an unknown outcome or a retryable answer) within the window
-/// reuses its entry: it is one notification, and the device shows it at most once.
+/// Crash safety: a push's slot is committed (synchronous=FULL) before the push leaves. A crash
+/// between the commit and the send leaves a reserved slot that was never used, which only delays
+/// that device; the opposite order could send a push the ledger never saw. A resend of the same
+/// notification (same apns-id, after an unknown outcome or a retryable answer) reuses its slot: it
+/// is one notification, and the device shows it at most once.
 ///
-/// Concurrent campaigns: the check and the insert run in one IMMEDIATE transaction, which takes
-/// SQLite's write lock before reading, so two processes cannot both see room for the last slot.
+/// Concurrent campaigns: the checks and inserts of a whole batch run in one IMMEDIATE transaction,
+/// which takes SQLite's write lock before reading, so two campaigns running at once cannot both
+/// take a device's last slot.
 extension SharedStore {
-    /// Apple's "per hour".
-    public static let silentWindow: TimeInterval = 3600
-
-    /// Checks each push against `limit` pushes per device within `window` seconds before `now`
-    /// and records the admitted ones, all in one transaction. `limit` 0 means no budget: every
-    /// push is admitted and still recorded, so campaigns with a budget count it.
-    public func admitSilent(_ pushes: [SilentPush], campaign: String, limit: Int, window: TimeInterval = SharedStore.silentWindow,
-                            now: Date = Date()) throws(StateError) -> [SilentBudgetDecision] {
-        try immediate { db in try Self.admit(db, pushes, campaign: campaign, limit: limit, window: window, now: now) }
+    /// Checks each push against `caps` in order and, when every cap has room, records it under
+    /// each of them, all in one transaction. The first cap without room decides, and the push
+    /// takes no slot under any cap.
+    public func admit(_ pushes: [LedgerPush], topic: String, caps: [FrequencyCap], campaign: String,
+                      now: Date = Date()) throws(StateError) -> [LedgerDecision] {
+        guard !caps.isEmpty else { return pushes.map { _ in .admitted } }
+        return try immediate { db in try Self.admit(db, pushes, topic: topic, caps: caps, campaign: campaign, now: now) }
     }
 
-    private static func admit(_ db: Database, _ pushes: [SilentPush], campaign: String, limit: Int, window: TimeInterval,
-                              now: Date) throws -> [SilentBudgetDecision] {
+    private static func admit(_ db: Database, _ pushes: [LedgerPush], topic: String, caps: [FrequencyCap], campaign: String,
+                              now: Date) throws -> [LedgerDecision] {
         let t = now.timeIntervalSince1970
-        let since = t - window
-        let recent = try db.cachedStatement(sql: "SELECT sent_at, apns_id FROM silent_push WHERE token = ? AND sent_at > ? ORDER BY sent_at")
-        let insert = try db.cachedStatement(sql: "INSERT INTO silent_push (token, apns_id, campaign, sent_at) VALUES (?, ?, ?, ?)")
-        var out: [SilentBudgetDecision] = []
+        let recent = try db.cachedStatement(sql: """
+            SELECT sent_at, apns_id FROM frequency_push WHERE category = ? AND topic = ? AND token = ? AND sent_at > ? ORDER BY sent_at
+            """)
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO frequency_push (category, topic, token, apns_id, campaign, sent_at) VALUES (?, ?, ?, ?, ?, ?)
+            """)
+        var out: [LedgerDecision] = []
         out.reserveCapacity(pushes.count)
         for push in pushes {
-            let rows = try Row.fetchAll(recent, arguments: [push.token, since])
-            if rows.contains(where: { ($0["apns_id"] as String) == push.apnsId }) {
-                out.append(.admitted)
-                continue
+            var decision = LedgerDecision.admitted
+            var slots: [FrequencyCap] = []
+            for cap in caps {
+                let rows = try Row.fetchAll(recent, arguments: [cap.category, cap.scope(topic), push.token, t - Double(cap.longest)])
+                if rows.contains(where: { ($0["apns_id"] as String) == push.apnsId }) { continue }
+                if let opens = opensAt(cap, sentAt: rows.map { $0["sent_at"] }, now: t) {
+                    decision = .overCap(category: cap.category, opensAt: Date(timeIntervalSince1970: opens))
+                    break
+                }
+                slots.append(cap)
             }
-            if limit > 0, rows.count >= limit {
-                // Room again once the oldest entries that fill the budget have left the window.
-                let opens: Double = rows[rows.count - limit]["sent_at"]
-                out.append(.overBudget(opensAt: Date(timeIntervalSince1970: opens + window)))
-                continue
+            if decision == .admitted {
+                for cap in slots {
+                    try insert.execute(arguments: [cap.category, cap.scope(topic), push.token, push.apnsId, campaign, t])
+                }
             }
-            try insert.execute(arguments: [push.token, push.apnsId, campaign, t])
-            out.append(.admitted)
+            out.append(decision)
         }
-        // Entries older than any window are never read again; keep the ledger small.
-        try db.execute(sql: "DELETE FROM silent_push WHERE sent_at <= ?", arguments: [t - max(window, silentWindow)])
+        for cap in caps {
+            // Entries older than the longest window any job gave the category count for no limit
+            // any more; a job with a short cap never prunes what another still counts.
+            try db.execute(sql: """
+                INSERT INTO frequency_window (category, longest) VALUES (?1, ?2)
+                ON CONFLICT (category) DO UPDATE SET longest = MAX(longest, ?2)
+                """, arguments: [cap.category, Double(cap.longest)])
+            let longest = try Double.fetchOne(db, sql: "SELECT longest FROM frequency_window WHERE category = ?", arguments: [cap.category])
+                ?? Double(cap.longest)
+            try db.execute(sql: "DELETE FROM frequency_push WHERE category = ? AND sent_at <= ?", arguments: [cap.category, t - longest])
+        }
         return out
     }
 
-    /// Background pushes recorded for `token` within `window` seconds before `now` (herald status, tests).
-    public func silentPushCount(token: String, window: TimeInterval = SharedStore.silentWindow, now: Date = Date()) throws(StateError) -> Int {
+    /// When a device with pushes at `sentAt` (ascending) has room under every limit of `cap`; nil: it has room now.
+    private static func opensAt(_ cap: FrequencyCap, sentAt times: [Double], now t: Double) -> Double? {
+        var opens: Double?
+        for limit in cap.limits {
+            let inWindow = times.filter { $0 > t - Double(limit.per) }
+            if inWindow.count >= limit.max {
+                // Room again once the oldest entries that fill this limit have left its window.
+                let at = inWindow[inWindow.count - limit.max] + Double(limit.per)
+                opens = max(opens ?? at, at)
+            }
+        }
+        return opens
+    }
+
+    /// Pushes recorded under `cap` for a device within `window` seconds (default: the cap's
+    /// longest) before `now` (herald preview, tests).
+    public func pushCount(_ cap: FrequencyCap, topic: String, token: String, window: TimeInterval? = nil,
+                          now: Date = Date()) throws(StateError) -> Int {
         try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM silent_push WHERE token = ? AND sent_at > ?",
-                             arguments: [token, now.timeIntervalSince1970 - window]) ?? 0
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM frequency_push WHERE category = ? AND topic = ? AND token = ? AND sent_at > ?",
+                             arguments: [cap.category, cap.scope(topic), token, now.timeIntervalSince1970 - (window ?? Double(cap.longest))]) ?? 0
         }
     }
+}
+
+extension FrequencyCap {
+    /// The topic a push is counted under: its own, or none for a cap counted per token alone.
+    func scope(_ topic: String) -> String { perTopic ? topic : "" }
 }

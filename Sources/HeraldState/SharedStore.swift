@@ -40,6 +40,12 @@ public final class SharedStore: SQLiteStore, Sendable {
         }
     }
 
+    /// Whether the file has every migration of this herald. A file opened read-only is never
+    /// migrated: one written by an older herald keeps its old tables until a run opens it.
+    public var isCurrent: Bool {
+        (try? read { db in try SharedSchema.migrator.hasCompletedMigrations(db) }) ?? false
+    }
+
     /// `body` in one IMMEDIATE transaction: SQLite's write lock is taken before anything is read,
     /// so a check and the insert it allows cannot interleave with another campaign's
     /// (https://sqlite.org/lang_transaction.html, "IMMEDIATE").

@@ -16,8 +16,10 @@ final class PreviewPrinter {
 
     /// `schedule`: each row's due time if the run started now.
     private let planner: DuePlanner?
-    /// `throttle.frequency_cap`: the ledger beside the state file, read only, when it exists.
+    /// The per-device budgets' ledger beside the state file, read only, when it exists.
     private let ledger: SharedStore?
+    /// Whether the ledger has this herald's schema; the preview never migrates it.
+    private let ledgerIsCurrent: Bool
 
     init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, now: Int) {
         self.spec = spec; self.payloads = payloads; self.headers = headers; self.now = now
@@ -26,8 +28,9 @@ final class PreviewPrinter {
         let shared = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
         // A state directory on a network filesystem the job has not accepted is not read: the preview goes without the ledger.
         let volume = try? StateVolume(job: spec)
-        ledger = spec.throttle.frequencyCap != nil && FileManager.default.fileExists(atPath: shared)
+        ledger = !spec.deviceCaps().isEmpty && FileManager.default.fileExists(atPath: shared)
             ? volume.flatMap { try? SharedStore(path: shared, readOnly: true, volume: $0) } : nil
+        ledgerIsCurrent = ledger?.isCurrent ?? true
     }
 
     func printJob() {
@@ -117,13 +120,19 @@ final class PreviewPrinter {
                 parts.append("\(name) · invalid row, not sent: bad_field_value (not a time zone)")
             }
         }
-        if let cap = spec.throttle.frequencyCap {
-            var verdict = "frequency cap \(cap.category): room"
+        for cap in spec.deviceCaps() {
+            let name = cap.isSilentBudget ? "silent-push budget" : "frequency cap \(cap.category)"
+            if !ledgerIsCurrent {
+                parts.append("\(name): not checked (\(SharedStore.fileName) is from an older herald; the next run upgrades it)")
+                continue
+            }
+            var verdict = "\(name): room"
             for limit in cap.limits {
-                let n = (try? ledger?.cappedPushCount(category: cap.category, topic: headers.topic, token: record.token.hex,
-                                                      window: Double(limit.per), now: Date(timeIntervalSince1970: Double(now)))) ?? 0
+                let n = (try? ledger?.pushCount(cap, topic: headers.topic, token: record.token.hex,
+                                                window: Double(limit.per), now: Date(timeIntervalSince1970: Double(now)))) ?? 0
                 if n >= limit.max {
-                    verdict = "capped: \(n) push\(n == 1 ? "" : "es") in the last \(DurationText.text(limit.per)) (\(cap.overCap == .skip ? "skipped" : "deferred"))"
+                    let what = cap.isSilentBudget ? "over the silent-push budget" : "capped"
+                    verdict = "\(what): \(n) push\(n == 1 ? "" : "es") in the last \(DurationText.text(limit.per)) (\(cap.overCap == .skip ? "skipped" : "deferred"))"
                     break
                 }
             }

@@ -175,8 +175,8 @@ final class FakeThrottleClock: ThrottleClock, @unchecked Sendable {
         #expect(clock.slept == 2, "6 pushes at 2/s with 2 saved up")
         let ledger = try SharedStore(besideStateFile: job.statePath)
         // Stamped at t0 + 2 s: still inside the window an hour and a second after t0.
-        #expect(try ledger.silentPushCount(token: String(format: "%064x", 1), now: t0.addingTimeInterval(3601)) == 1)
-        #expect(try ledger.silentPushCount(token: String(format: "%064x", 1), now: t0.addingTimeInterval(3603)) == 0)
+        #expect(try ledger.pushCount(.silentBudget(perDevice: 2, over: .skip), topic: job.apns.topic, token: String(format: "%064x", 1), now: t0.addingTimeInterval(3601)) == 1)
+        #expect(try ledger.pushCount(.silentBudget(perDevice: 2, over: .skip), topic: job.apns.topic, token: String(format: "%064x", 1), now: t0.addingTimeInterval(3603)) == 0)
     }
 
     @Test func alertPushesNeitherReadNorWriteTheLedger() throws {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HeraldState
 import GRDB
+import HeraldCore
 import HeraldTestSupport
 import Testing
 
@@ -9,19 +10,20 @@ import Testing
     let dir = TemporaryDirectory("ledger")
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func push(_ token: String, _ id: String) -> SilentPush { SilentPush(token: token, apnsId: id) }
+    func push(_ token: String, _ id: String) -> LedgerPush { LedgerPush(token: token, apnsId: id) }
+    func overBudget(opensAt: Date) -> LedgerDecision { .overCap(category: FrequencyCap.silentBudgetCategory, opensAt: opensAt) }
 
     @Test func eachDeviceGetsItsBudgetPerWindowAndLearnsWhenItOpensAgain() throws {
         let ledger = try SharedStore(path: dir.file("s/herald-shared.sqlite"))
         #expect(try ledger.admitSilent([push("aa", "1"), push("bb", "2")], campaign: "a", limit: 2, now: t0) == [.admitted, .admitted])
         #expect(try ledger.admitSilent([push("aa", "3")], campaign: "b", limit: 2, now: t0.addingTimeInterval(600)) == [.admitted])
         let over = try ledger.admitSilent([push("aa", "4"), push("bb", "5")], campaign: "c", limit: 2, now: t0.addingTimeInterval(1200))
-        #expect(over == [.overBudget(opensAt: t0.addingTimeInterval(3600)), .admitted], "aa has had 2 this hour; bb 1")
+        #expect(over == [overBudget(opensAt: t0.addingTimeInterval(3600)), .admitted], "aa has had 2 this hour; bb 1")
         #expect(try ledger.silentPushCount(token: "aa", now: t0.addingTimeInterval(1200)) == 2, "the refused push is not recorded")
         // At the hour the first entry leaves the window: one slot again, then none until the second leaves.
         #expect(try ledger.admitSilent([push("aa", "4")], campaign: "c", limit: 2, now: t0.addingTimeInterval(3600)) == [.admitted])
         #expect(try ledger.admitSilent([push("aa", "6")], campaign: "d", limit: 2, now: t0.addingTimeInterval(3700))
-                == [.overBudget(opensAt: t0.addingTimeInterval(4200))])
+                == [overBudget(opensAt: t0.addingTimeInterval(4200))])
     }
 
     @Test func aResendOfTheSameNotificationReusesItsEntry() throws {
@@ -44,7 +46,7 @@ import Testing
         let ledger = try SharedStore(path: dir.file("p/herald-shared.sqlite"))
         _ = try ledger.admitSilent([push("aa", "1"), push("bb", "2")], campaign: "a", limit: 2, now: t0)
         _ = try ledger.admitSilent([push("cc", "3")], campaign: "a", limit: 2, now: t0.addingTimeInterval(3601))
-        #expect(try ledger.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM silent_push") } == 1)
+        #expect(try ledger.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM frequency_push") } == 1)
     }
 
     /// Separate connections to one file, as separate herald processes have: the check and the
@@ -59,7 +61,7 @@ import Testing
                     let ledger = try SharedStore(path: path)
                     var n = 0
                     for round in 0..<20 {
-                        let batch = tokens.map { SilentPush(token: $0, apnsId: "\(campaign)-\(round)-\($0)") }
+                        let batch = tokens.map { LedgerPush(token: $0, apnsId: "\(campaign)-\(round)-\($0)") }
                         n += try ledger.admitSilent(batch, campaign: "c\(campaign)", limit: 2, now: Date())
                             .filter { $0 == .admitted }.count
                     }
@@ -76,7 +78,7 @@ import Testing
     @Test func theLedgerMigrationIsRecordedByName() throws {
         let ledger = try SharedStore(path: dir.file("m/herald-shared.sqlite"))
         let names = try ledger.read { db in try String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations") }
-        #expect(names.contains("2-silent-push-ledger"))
+        #expect(names.contains("2-silent-push-ledger") && names.contains("5-one-ledger"))
     }
 }
 
@@ -93,5 +95,17 @@ import Testing
                 try await group.waitForAll()
             }
         }
+    }
+}
+
+/// The silent-push budget alone, as SendGate asks the ledger for a background push.
+extension SharedStore {
+    func admitSilent(_ pushes: [LedgerPush], campaign: String, limit: Int, window: Int = FrequencyCap.silentBudgetWindow,
+                     now: Date) throws -> [LedgerDecision] {
+        try admit(pushes, topic: "com.example.app", caps: [.silentBudget(perDevice: limit, window: window, over: .skip)], campaign: campaign, now: now)
+    }
+
+    func silentPushCount(token: String, now: Date = Date()) throws -> Int {
+        try pushCount(.silentBudget(perDevice: 1, over: .skip), topic: "com.example.app", token: token, now: now)
     }
 }
