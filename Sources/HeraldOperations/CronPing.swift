@@ -34,11 +34,12 @@ public struct CronPing: Sendable {
     /// so only a failure goes there. Exit 75 (another run holds the lock: this one did nothing)
     /// and exit 4 (incomplete, the next run resumes: waiting for a window, a signal, retries
     /// left for later) are not failures, and not a finish either: `/log` records the run and its
-    /// result without changing the check, which alerts if no run finishes in time.
+    /// result without changing the check, which alerts if no run finishes in time. Exit 6 (an
+    /// operator paused or cancelled the campaign) is a person's decision, not a failure: `/log` too.
     public func endpoint(exitCode: Int32) -> String {
         switch exitCode {
         case 0: return url
-        case 4, 75: return url + "/log"
+        case 4, 6, 75: return url + "/log"
         default: return "\(url)/\(exitCode)"
         }
     }

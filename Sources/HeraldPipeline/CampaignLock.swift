@@ -24,7 +24,7 @@ public enum CampaignLockError: Error, CustomStringConvertible {
 
 /// An OS advisory lock (`flock`) on a side file next to the state file. The kernel releases it when
 /// the holder dies, even by SIGKILL, so a crash never leaves a stale lock behind.
-final class CampaignLock {
+public final class CampaignLock {
     private let fd: Int32
     let path: String
 
@@ -59,7 +59,7 @@ extension CampaignLock {
     /// The pid holding the campaign's lock, if a run holds it. Read from /proc/locks rather than
     /// by trying the lock: a probe, however brief, could make a run starting at that instant
     /// exit 75.
-    static func holder(statePath: String) -> Int? {
+    public static func holder(statePath: String) -> Int? {
         var st = stat()
         guard stat(path(statePath: statePath), &st) == 0,
               let text = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }

@@ -87,24 +87,34 @@ public final class CampaignRunner {
         let run: RunInfo
         let credentials: DeliveryTarget.Credentials
         let events: EventShipper?
+        /// A cancellation found before this invocation: the run records it and sends nothing.
+        var cancelledBefore: CampaignControl?
         do throws(RunFailure) {
             payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
-            credentials = try DeliveryTarget.loadCredentials(spec, forPushes: true)
+            // Before the credentials: a paused campaign's cron run, or `herald cancel` recording a
+            // cancellation from an operator's shell, needs no key and connects nowhere.
+            switch try heldBefore() {
+            case let hold? where hold.action == .paused: throw pausedBeforeStart(hold)
+            case let hold?: cancelledBefore = hold
+            case nil: break
+            }
+            credentials = cancelledBefore == nil ? try DeliveryTarget.loadCredentials(spec, forPushes: true) : .init()
             store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath, volume: stateVolume) }
             events = try Self.wrap(.preparing) { () throws(EventsError) -> EventShipper? in
                 guard let e = spec.events else { return nil }
                 return try EventShipper(spec: e, store: store, shard: operations.shard?.description,
                                         environment: ProcessInfo.processInfo.environment, logger: logger)
             }
-            if let problem = spec.schedule?.pastDateProblem(at: started),
+            if cancelledBefore == nil, let problem = spec.schedule?.pastDateProblem(at: started),
                try Self.wrap(.preparing, { () throws(StateError) in
                    try store.runToResume(campaign: CampaignName(spec.campaign), newRun: newRun, now: started) == nil }) {
                 // Only a new run: one already under way finishes its recipients as window_missed.
                 throw RunFailure(.usage, "\(spec.jobFile): \(problem)")
             }
             run = try Self.wrap(.preparing) { () throws(StateError) in
-                try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun, now: started, broadcast: spec.isBroadcast)
+                // A cancelled campaign never starts a new run.
+                try store.openRun(campaign: CampaignName(spec.campaign), newRun: newRun && cancelledBefore == nil, now: started, broadcast: spec.isBroadcast)
             }
             if run.disposition == .resumed && run.broadcast != spec.isBroadcast {
                 // A channel id would go out as a device token's path, or a token as apns-channel-id.
@@ -124,7 +134,9 @@ public final class CampaignRunner {
         let writer = ReportWriter(directory: reportsDir, compress: spec.reports.compress)
 
         if run.disposition == .finished {
-            return finishedAlready(run, state: state, writer: writer, report: report, events: events?.finish())
+            var done = finishedAlready(run, state: state, writer: writer, report: report, events: events?.finish())
+            if let hold = cancelledBefore, done.status == .finished { done.status = .stopped; done.message = cancelledAlready(hold) }
+            return done
         }
         switch run.disposition {
         case .new: logger.notice("starting run \(run.runId) of campaign \(run.campaign)")
@@ -134,6 +146,12 @@ public final class CampaignRunner {
         }
 
         var outcome: (ExitStatus, String?) = (.finished, nil)
+        // A hold committed while this run goes on stops it as a signal would, within a second.
+        let watch = ControlWatch(store: store) { [self] hold in
+            logger.notice("campaign \(hold.description): stopping after the requests in flight")
+            operations.stopping()
+            requestStop()
+        }
         do throws(RunFailure) {
             let headers = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in
                 try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
@@ -144,6 +162,10 @@ public final class CampaignRunner {
                                              dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started, runStarted: run.startDate) })
             let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
             let audience = try prepareAudience(state: state, run: run)
+            if let hold = cancelledBefore {
+                let settled = try settle(hold, state: state, renderer: renderer, apnsIdSeed: apnsIdSeed)
+                throw settled
+            }
             let result: SendResult
             let listedChannels = !(spec.push.broadcast?.channels.isEmpty ?? true)
             if !audience.ingestComplete && !spec.audience.prescan && audience.audiencePass == 1 && !listedChannels {
@@ -169,12 +191,19 @@ public final class CampaignRunner {
             deliveryCounters.throttleDeferrals += result.counters.throttleDeferrals
             report.sentNow = result.sent
             outcome = (result.status, result.message)
+            if result.status == .incomplete, let hold = watch.finish() {
+                let settled = try settle(hold, state: state, renderer: renderer, apnsIdSeed: apnsIdSeed)
+                outcome = (settled.status, settled.message)
+            }
         } catch {
             outcome = (error.status, error.message)
         }
+        _ = watch.finish()
 
         // Reports are written from the state file whatever happened after the run was opened.
-        if outcome.0 == .finished {
+        // A cancelled run is over: every recipient is final (`cancelled` for the rest).
+        let cancelled = outcome.0 == .stopped && (try? store.control())??.action == .cancelled
+        if outcome.0 == .finished || (cancelled && (try? state.openCount()) == 0) {
             do {
                 try state.finish()
             } catch {

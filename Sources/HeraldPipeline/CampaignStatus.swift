@@ -25,6 +25,8 @@ public struct CampaignStatus: Sendable {
     public var lockHolder: Int?
     /// The job's events sinks (`events`): what each took and what waits for it in the outbox.
     public var events: [EventSinkState] = []
+    /// An operator's hold (`herald pause`, `herald cancel`), if any.
+    public var control: CampaignControl? = nil
 
     public static func read(spec: JobSpec) throws(RunFailure) -> CampaignStatus {
         let holder = CampaignLock.holder(statePath: spec.statePath)
@@ -45,7 +47,8 @@ public struct CampaignStatus: Sendable {
             var sinks: [String] = []
             if spec.events?.url != nil { sinks.append("url") }
             if spec.events?.file != nil { sinks.append("file") }
-            return CampaignStatus(statePath: spec.statePath, runs: runs, lockHolder: holder, events: try store.eventSinks(sinks))
+            return CampaignStatus(statePath: spec.statePath, runs: runs, lockHolder: holder, events: try store.eventSinks(sinks),
+                                  control: try store.control())
         }
     }
 }

@@ -87,6 +87,8 @@ final class DeliveryTarget {
     struct Credentials {
         var identity: ClientIdentity?
         var proxy: ProxySettings?
+        /// None: a run that connects nowhere (a cancelled campaign's).
+        init(identity: ClientIdentity? = nil, proxy: ProxySettings? = nil) { self.identity = identity; self.proxy = proxy }
     }
 
     /// The certificate (file, password, key, validity) and the proxy credentials, read and checked

@@ -19,6 +19,10 @@ public enum ExitStatus: Int32, Sendable {
     case incomplete = 4
     /// Too many invalid audience rows.
     case tooManyInvalid = 5
+    /// An operator paused or cancelled the campaign (`herald pause`, `herald cancel`): the run
+    /// stopped, or did not start. Not 4: rerunning alone does not resume a paused campaign
+    /// (`herald resume` does), and a cancelled one never sends again.
+    case stopped = 6
     /// Another run holds the campaign's lock (EX_TEMPFAIL).
     case locked = 75
 }
@@ -32,6 +36,7 @@ extension ExitStatus {
         case .aborted: return "aborted by a fatal APNs error; fix the configuration and rerun"
         case .incomplete: return "incomplete; rerun the same command to resume"
         case .tooManyInvalid: return "too many invalid rows"
+        case .stopped: return "paused or cancelled by an operator"
         case .locked: return "another run holds the campaign's lock"
         }
     }

@@ -72,6 +72,7 @@ public struct DeliveryFigures: Sendable, Equatable {
         case .suppressed: 2
         case .throttled: 3
         case .pending: 4
+        case .cancelled: 5
         }
     }
 

@@ -204,6 +204,7 @@ extension RecipientStatus {
         case .failed: "failed"
         case .suppressed: "suppressed"
         case .throttled: "throttled"
+        case .cancelled: "cancelled"
         }
     }
 }

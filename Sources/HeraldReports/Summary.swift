@@ -66,6 +66,8 @@ public struct Summary: Sendable {
     public var shardRunIds: [String]? = nil
     /// An unfinished run's next due time (`schedule`, a deferred frequency cap), ISO 8601 UTC.
     public var nextDueAt: String? = nil
+    /// An operator's hold on the campaign (`herald pause`, `herald cancel`), if any.
+    public var control: CampaignControl? = nil
     /// A broadcast campaign (`push.broadcast`): its recipients are channels; nil for device pushes.
     public var broadcastChannels: Int? = nil
 
@@ -99,20 +101,23 @@ public struct Summary: Sendable {
         }
         let invalid = try state.invalidRowCount()
         // rows = valid + invalid; valid = distinct + duplicates (every valid row is either the first of its token or a duplicate).
-        return Summary(campaign: campaign, runId: run.runId, startedAt: run.startedAt, finishedAt: finishedAt,
+        var summary = Summary(campaign: campaign, runId: run.runId, startedAt: run.startedAt, finishedAt: finishedAt,
                        rows: run.rows, valid: run.rows - invalid, distinct: distinct, invalid: invalid, duplicates: run.duplicates,
                        byStatus: byStatus, byReason: byReason, invalidByReason: try state.invalidCounts(),
                        audienceChanged: run.audienceChanged, newRecipients: run.newRecipients,
                        vanishedRecipients: run.vanishedRecipients, extra: extra, figures: try state.figures(), delivery: delivery,
                        nextDueAt: finishedAt == nil ? try state.nextDueTime().map { RegistrationTime.iso8601(milliseconds: Int64($0.timeIntervalSince1970 * 1000)) } : nil,
                        broadcastChannels: run.broadcast ? distinct : nil)
+        summary.control = try state.store.control()
+        return summary
     }
 
     /// What herald does with a reason, from the one reason table in HeraldCore (`gave_up` and
     /// connection errors are herald's own).
     static func action(for reason: String) -> String {
         if reason == "gave_up" { return "gave_up" }
-        if ["vanished_from_audience", "suppression_list", "silent_budget", "window_missed", "frequency_cap"].contains(reason) { return "not_sent" }
+        if ["vanished_from_audience", "suppression_list", "silent_budget", "window_missed", "frequency_cap"].contains(reason)
+            || reason == "cancelled" || reason.hasPrefix("cancelled: ") { return "not_sent" }
         if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
         if reason.hasPrefix("HTTP ") { return "unknown" }
         return APNsReason(reason).entry?.action.rawValue ?? "unknown"
@@ -154,7 +159,13 @@ public struct Summary: Sendable {
         members.append(.init("sends_by_local_hour", delivery?.sentByLocalHour.map { .array($0.map { .number(String($0)) }) } ?? .null))
         if let events = extra.events { members.append(.init("events", .object(events.map { .init($0.sink, $0.json) }))) }
         members.append(.init("broadcast_channels", int(broadcastChannels)))
+        members.append(.init("control", control.map(Self.json) ?? .null))
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
+    }
+
+    /// summary.json's `control`: `{action, by, at, reason}`.
+    static func json(_ c: CampaignControl) -> JSONValue {
+        .object([.init("action", .string(c.action.rawValue)), .init("by", .string(c.by)), .init("at", .string(c.at)), .init("reason", .string(c.reason))])
     }
 }

@@ -6,7 +6,7 @@ import HeraldCore
 /// not, how fast it went. Element ids (`total-sent`, …) are stable, for tests and scrapers.
 public enum SummaryPage {
     static let statusColors: [RecipientStatus: String] = [
-        .sent: "#2e7d32", .failed: "#c62828", .suppressed: "#6d4c41", .throttled: "#ef6c00", .pending: "#1565c0",
+        .sent: "#2e7d32", .failed: "#c62828", .suppressed: "#6d4c41", .throttled: "#ef6c00", .pending: "#1565c0", .cancelled: "#616161",
     ]
     static let statusWords: [RecipientStatus: String] = [
         .sent: "Sent: accepted by Apple for delivery",
@@ -14,6 +14,7 @@ public enum SummaryPage {
         .suppressed: "Not sent on purpose (known dead tokens, or removed from the list)",
         .throttled: "Held back by the sending limits",
         .pending: "Not finished yet (run the campaign again to finish)",
+        .cancelled: "Not sent: an operator cancelled the campaign (herald cancel)",
     ]
 
     public static func html(_ s: Summary) -> String {
@@ -38,6 +39,13 @@ public enum SummaryPage {
 
             """
         let open = s.count(.pending)
+        if let c = s.control {
+            let why = c.reason.isEmpty ? "" : ": " + esc(c.reason)
+            let what = c.action == .cancelled
+                ? "Cancelled by \(esc(c.by)) at \(esc(c.at))\(why). \(num(s.count(.cancelled))) recipients were not sent the notification, and no later run sends it."
+                : "Paused by \(esc(c.by)) at \(esc(c.at))\(why). Nothing more is sent until the campaign is resumed (herald resume)."
+            h += "<p class=\"verdict open\" id=\"control\">\(what)</p>\n"
+        }
         if s.finishedAt != nil {
             h += "<p class=\"verdict\" id=\"verdict\">Finished: \(num(s.count(.sent))) of \(num(s.distinct)) recipients were sent the notification.</p>\n"
         } else {

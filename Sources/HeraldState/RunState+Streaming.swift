@@ -18,8 +18,17 @@ extension RunState {
                 let update = try db.cachedStatement(sql: "UPDATE recipient SET run_attempts = MAX(run_attempts, ?) WHERE seq = ?")
                 for seq in exhaust { try update.execute(arguments: [maxAttempts, seq]) }
             }
-            return limit > 0 ? try claim(db, limit: limit, maxAttempts: maxAttempts, now: now) : []
+            // An operator's hold (`herald pause`, `herald cancel`) committed before this checkpoint
+            // stops every claim from here on, whenever the run's watcher notices it: nothing new
+            // leaves after the command's transaction.
+            guard limit > 0, try Self.heldByOperator(db) == false else { return [] }
+            return try claim(db, limit: limit, maxAttempts: maxAttempts, now: now)
         }
+    }
+
+    /// Whether `campaign_control` holds the campaign (one cached read of a one-row table).
+    static func heldByOperator(_ db: Database) throws -> Bool {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM campaign_control")) ?? 0 > 0
     }
 
     /// Before the streaming sender starts: the recipients a crashed (or killed) invocation had

@@ -244,6 +244,27 @@ enum StateSchema {
                 ALTER TABLE audience_row ADD COLUMN payload_reference INTEGER;
                 """)
         }
+        // Operators' holds on the campaign (CampaignControl.swift): `campaign_control` is the one
+        // hold in force (paused or cancelled), written in its own transaction by `herald pause`
+        // and `herald cancel` and read by the running process; `control_log` keeps every command.
+        m.registerMigration("10-campaign-control") { db in
+            try db.execute(sql: """
+                CREATE TABLE campaign_control (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    action TEXT NOT NULL,
+                    by TEXT NOT NULL,
+                    at TEXT NOT NULL,
+                    reason TEXT NOT NULL
+                );
+                CREATE TABLE control_log (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    action TEXT NOT NULL,
+                    by TEXT NOT NULL,
+                    at TEXT NOT NULL,
+                    reason TEXT NOT NULL
+                );
+                """)
+        }
         return m
     }
 }

@@ -6,7 +6,7 @@ import HeraldCore
 /// `scheduled` (never attempted, waiting for its local window: `retry_at` is its due time) all
 /// show as `pending` in reports.
 public enum StoredStatus: String, Sendable, CaseIterable {
-    case pending, inflight, retry, sent, failed, suppressed, throttled, scheduled
+    case pending, inflight, retry, sent, failed, suppressed, throttled, scheduled, cancelled
 
     public var reportStatus: RecipientStatus {
         switch self {
@@ -15,6 +15,7 @@ public enum StoredStatus: String, Sendable, CaseIterable {
         case .failed: return .failed
         case .suppressed: return .suppressed
         case .throttled: return .throttled
+        case .cancelled: return .cancelled
         }
     }
 
@@ -31,6 +32,7 @@ public enum StoredStatus: String, Sendable, CaseIterable {
         case .suppressed: "suppressed"
         case .throttled: "throttled"
         case .scheduled: "scheduled"
+        case .cancelled: "cancelled"
         }
         return UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }

@@ -24,7 +24,7 @@ struct Herald: ParsableCommand {
             """,
         version: Herald.versions,
         subcommands: [RunCommand.self, StatusCommand.self, ValidateCommand.self, PreviewCommand.self, SimCommand.self, ReportCommand.self,
-                      ChannelsCommand.self]
+                      ChannelsCommand.self, PauseCommand.self, ResumeCommand.self, CancelCommand.self]
     )
 
     /// `herald --version`: herald's version and the C libraries it runs on, as loaded.

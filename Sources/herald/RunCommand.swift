@@ -19,7 +19,8 @@ struct RunCommand: ParsableCommand {
 
             Exit codes: 0 finished; 2 usage, configuration or audience error before sending; 3 aborted by a fatal \
             APNs error (fix the configuration, rerun); 4 incomplete, rerun to resume (signal, retries exhausted, \
-            deadline, a full disk); 5 too many invalid rows; 75 another run holds the campaign's lock.
+            deadline, a full disk); 5 too many invalid rows; 6 paused or cancelled by an operator (herald pause, \
+            herald cancel; a paused campaign continues after herald resume); 75 another run holds the campaign's lock.
             """
     )
 

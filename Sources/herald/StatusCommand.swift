@@ -51,6 +51,10 @@ struct StatusCommand: ParsableCommand {
         } else {
             lines.append("lock      free: no run in progress")
         }
+        if let c = s.control {
+            lines.append("control   \(c.description)" + (c.action == .paused
+                ? ": no run sends anything until `herald resume`" : ": no run sends anything again; give the job a new campaign name to send"))
+        }
         if !s.events.isEmpty {
             lines.append("events    " + s.events.map { "\($0.sink) \(Output.number($0.delivered)) delivered, \(Output.number($0.waiting)) waiting in the outbox" }
                 .joined(separator: "; "))
@@ -100,6 +104,8 @@ struct StatusCommand: ParsableCommand {
             .init("state", .string(s.statePath)),
             .init("running", .bool(s.lockHolder != nil)),
             .init("lock_holder_pid", s.lockHolder.map { JSONValue.number(String($0)) } ?? .null),
+            .init("control", s.control.map { .object([.init("action", .string($0.action.rawValue)), .init("by", .string($0.by)),
+                                                       .init("at", .string($0.at)), .init("reason", .string($0.reason))]) } ?? .null),
             .init("runs", .array(runs)),
             .init("events", .object(s.events.map {
                 .init($0.sink, .object([.init("delivered", .number(String($0.delivered))), .init("waiting", .number(String($0.waiting)))]))
