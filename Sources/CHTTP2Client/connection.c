@@ -1,13 +1,12 @@
-// Why this file exists: libcurl 7.88 runs each HTTP/2 stream as an easy handle of its own (about
-// 8 KB of libcurl's state per request in flight, measured with massif: docs/delivery.md) and
-// visits every transfer of a multi handle on each turn of curl_multi_perform. At Apple's round
-// trip a campaign needs thousands of streams in flight, and then that memory and that walk are
-// most of herald's cost. nghttp2 (the HTTP/2 library libcurl itself uses) keeps a stream in a few
-// hundred bytes and touches only the streams that have something to do. This drives nghttp2
-// directly over an OpenSSL socket: one connection, one thread (the caller's), no blocking after
-// the handshake. SwiftNIO's HTTP/2 was measured too (same machine, same stand-in, 4 × 1000 streams
-// at 50 ms): 12,600 requests/s for a bare client on one core against h2load's ~30,000, so it
-// would cost more CPU per push than libcurl does.
+// Why this file exists: libcurl 7.88 runs each HTTP/2 stream as an easy handle of its own, with
+// kilobytes of libcurl's state per request in flight, and visits every transfer of a multi handle
+// on each turn of curl_multi_perform. At Apple's round trip a campaign needs thousands of streams
+// in flight, and then that memory and that walk are most of herald's cost. nghttp2 (the HTTP/2
+// library libcurl itself uses) keeps a stream in a few hundred bytes and touches only the streams
+// that have something to do. This drives nghttp2 directly over an OpenSSL socket: one connection,
+// one thread (the caller's), no blocking after the handshake. SwiftNIO's HTTP/2 was tried too and
+// cost more CPU per push than libcurl does. The figures behind this choice are in CHANGELOG.md;
+// what a push costs now: docs/benchmarks.md#instructions-per-push.
 #define _GNU_SOURCE
 #include "HTTP2Client.h"
 #include "internal.h"
@@ -35,7 +34,7 @@
 
 // What one stream keeps while it is open: its answer so far, and until nghttp2 has read it, the
 // request's body. nghttp2 copies the header fields when the request is submitted and frees them
-// once they are sent, so a stream waiting for its answer holds only this (about 200 bytes).
+// once they are sent, so a stream waiting for its answer holds only this record.
 struct h2_stream {
     struct h2_stream *prev, *next;
     uint64_t cookie;

@@ -6,7 +6,7 @@ import HeraldState
 /// Fingerprints of the audience files, so a resumed run knows whether its checkpoint (a line in a
 /// file) still means anything. The whole file is hashed: size and mtime alone miss a file
 /// rewritten in place with the same length, and a cheap partial hash misses an edit in the middle.
-/// SHA-256 runs at several hundred MB/s, a small cost beside parsing the same bytes.
+/// SHA-256 of a byte costs little beside parsing the same byte.
 enum AudienceFingerprinter {
     static func fingerprints(of files: [AudienceFile]) throws(RunFailure) -> [AudienceFingerprint] {
         var out: [AudienceFingerprint] = []

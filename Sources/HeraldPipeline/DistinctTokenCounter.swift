@@ -5,10 +5,11 @@ import HeraldState
 /// Counts distinct device tokens in memory that does not grow with the audience: the duplicate
 /// count of the audience scan.
 ///
-/// Why not a `Set<DeviceToken>`: about 100 bytes a token, a gigabyte for ten million rows. Why not
-/// a SQLite table with a unique index (tried first): each insert lands on a random B-tree page, and
-/// once the index outgrows a fixed page cache every row costs a page read and write, 10 s a
-/// million rows against the 1 s the whole prescan should take.
+/// Why not a `Set<DeviceToken>`: its memory grows with the audience, an allocation and the set's
+/// overhead per token. Why not a SQLite table with a unique index (tried first): each insert
+/// lands on a random B-tree page, and once the index outgrows a fixed page cache every row costs a
+/// page read and write, many times what the whole prescan should take (CHANGELOG.md has the
+/// figures; the prescan's reading now: docs/benchmarks.md#reading).
 ///
 /// Instead an external sort of token keys (`TokenKey`), equal keys dropped: memory is the
 /// sorter's 12 MiB buffer. A 32-byte token is its own key; for other lengths a collision between

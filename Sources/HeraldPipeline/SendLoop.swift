@@ -77,9 +77,9 @@ final class SendLoop {
         // Half a window per commit, up to 1,000: the queue still holds a claim's worth when the
         // next claim is due, so no stream waits, and each commit (an fsync, and one status-index
         // pass over the batch) is spread over as many pushes as it can be without a stream
-        // waiting for its claim (docs/benchmarks.md has the figures). Past 1,000 a larger batch
-        // saves little per push, while every recipient claimed ahead is memory held (its payload,
-        // ids and bookkeeping, about 1 KB): at 8 × 1,000 streams, 6,000 fewer of them.
+        // waiting for its claim (docs/benchmarks.md#window has the rates and peak RSS by window).
+        // Past 1,000 a larger batch saves little per push, while every recipient claimed ahead is
+        // memory held (its payload, ids and bookkeeping): at 8 × 1,000 streams, 6,000 fewer of them.
         claimChunk = max(1, min(window / 2, 1_000))
         cap = window + 2 * claimChunk
         adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)

@@ -12,8 +12,8 @@ final class GzipDeflater {
     init(path: String) throws(ReportError) {
         stream = .allocate(capacity: 1)
         stream.initialize(to: z_stream())
-        // Level 1: on report text it is about twice as fast as the default 6, for files only
-        // slightly larger.
+        // Level 1: on report text it is much faster than the default 6, for files only slightly
+        // larger (docs/benchmarks.md#reports; the comparison: CHANGELOG.md).
         let rc = herald_deflateInit2(stream, 1, Self.windowBits)
         guard rc == Z_OK else {
             stream.deinitialize(count: 1)

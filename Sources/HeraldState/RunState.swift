@@ -64,8 +64,8 @@ public struct RunState: Sendable {
     /// Emptying the staging table frees every page of it. With `secure_delete` on (the default of
     /// Debian's and Ubuntu's SQLite builds, compiled with SQLITE_SECURE_DELETE) each freed page is
     /// first overwritten with zeros, which writes the whole table once more through the WAL and
-    /// again at the checkpoint: for a million recipients about 450 MB twice, measured at ~3 s on
-    /// the run's critical path and more in the reports' writeback after it. FAST "will overwrite
+    /// again at the checkpoint, on the run's critical path and in the reports' writeback after it
+    /// (the figures behind this: CHANGELOG.md). FAST "will overwrite
     /// deleted content with zeros only if doing so does not increase the amount of I/O ... purging
     /// all old content from b-tree pages, but leaving forensic traces on freelist pages"
     /// (https://sqlite.org/pragma.html#pragma_secure_delete). The freed pages, with the rendered

@@ -7,15 +7,15 @@ import Synchronization
 ///
 /// Why: payloads rendered from one template share most of their bytes (keys, literal text,
 /// constant values); only the placeholders' values differ. Stored whole, the payload is most of
-/// a staged row (310 of ~512 bytes in the benchmark audience), and every staged byte is written
-/// twice (WAL, then checkpoint) on the run's critical path before the first push. Kept as
-/// differences from a reference, the same payload takes 32 bytes on average.
+/// a staged row, and every staged byte is written twice (WAL, then checkpoint) on the run's
+/// critical path before the first push. Kept as differences from a reference, the same payload
+/// takes a small fraction of its size.
 ///
 /// Why not zlib with the reference as a preset dictionary: one deflate stream per row (reset,
-/// dictionary, compress) measured 5.6-6.6 µs per payload of this kind at level 1 (33.5 bytes out),
-/// 6 s more per million recipients on the thread that records the audience; this encoding, a
-/// 4-byte hash probe per byte against one reference and no state between rows, costs well under
-/// a microsecond.
+/// dictionary, compress) saves about as many bytes but costs several times the CPU of this
+/// encoding (a 4-byte hash probe per byte against one reference, no state between rows), on the
+/// thread that records the audience. The figures behind this choice are in CHANGELOG.md; what a
+/// push costs now, staging included: docs/benchmarks.md#instructions-per-push.
 ///
 /// Encoded form (the `payload` column of a row whose `payload_reference` is set): a varint of the
 /// decoded length, then operations until the end: a varint `n`; `n` even: `n >> 1` bytes follow,

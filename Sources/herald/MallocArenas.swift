@@ -6,9 +6,10 @@ import Glibc
 /// Bounds glibc's malloc arenas before any thread starts. glibc gives each new thread that
 /// allocates its own arena, up to 8 per core (https://man7.org/linux/man-pages/man3/mallopt.3.html,
 /// M_ARENA_MAX), and each keeps the memory its thread freed. herald's threads (one per connection,
-/// the reader, the runner, Dispatch's pool) all allocate per request, so at 8 connections × 1,000
-/// streams the idle arenas held about 12 MB more than the requests did (docs/delivery.md, "What a
-/// request in flight costs"). More arenas than cores do not make allocation faster on them.
+/// the reader, the runner, Dispatch's pool) all allocate per request, so at thousands of streams
+/// the idle arenas held megabytes beyond what the requests in flight did (docs/delivery.md, "What a
+/// request in flight costs"; the figure: CHANGELOG.md). More arenas than cores do not make
+/// allocation faster on them.
 /// An operator's own MALLOC_ARENA_MAX wins.
 enum MallocArenas {
     static func bound() {

@@ -3,18 +3,20 @@ import Testing
 
 /// The picture in Package.swift holds: every Swift module under Sources/ imports exactly the
 /// modules its target declares, no more (an undeclared import builds only by accident of the
-/// build order) and no fewer (a declared dependency nothing uses is a false arrow in the diagram).
+/// build order) and no fewer (a declared dependency nothing uses is a false arrow in the diagram);
+/// and docs/architecture.md's module table says what Package.swift says.
 @Suite struct ModuleLayoutTests {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     /// The platform's own modules, never declared.
     static let platform: Set<String> = ["Foundation", "Dispatch", "Glibc", "Musl", "Darwin", "Synchronization"]
 
-    /// Each target's declared dependencies (target names and product names) from Package.swift.
+    /// Each target's declared dependencies (target names and product names) from Package.swift;
+    /// system-library targets declare none.
     static func declared() throws -> [String: Set<String>] {
         let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
         var out: [String: Set<String>] = [:]
-        let target = try Regex(#"\.(?:target|executableTarget|testTarget)\(name: "([A-Za-z0-9_-]+)"(?:, dependencies: \[([^\]]*)\])?"#)
+        let target = try Regex(#"\.(?:target|executableTarget|testTarget|systemLibrary)\(name: "([A-Za-z0-9_-]+)"(?:, dependencies: \[([^\]]*)\])?"#)
         let name = try Regex(#"(?:\.product\(name: )?"([A-Za-z0-9_-]+)""#)
         for match in manifest.matches(of: target) {
             let targetName = String(match.output[1].substring!)
@@ -59,6 +61,45 @@ import Testing
             checked += 1
         }
         #expect(checked >= 12, "every Swift module is checked (\(checked))")
+    }
+
+    /// The module table of docs/architecture.md: each row's module (the bold first cell) and the
+    /// names of its "depends on" cell (`nothing` is none; text in parentheses is a note).
+    static func documentedModules() throws -> [String: Set<String>] {
+        let text = try String(contentsOf: root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
+        let row = try Regex(#"^\| \*\*([^*]+)\*\* \| ([^|]*) \|"#)
+        var out: [String: Set<String>] = [:]
+        for line in text.split(separator: "\n") {
+            guard let m = line.firstMatch(of: row) else { continue }
+            let module = String(m.output[1].substring!)
+            #expect(out[module] == nil, "docs/architecture.md lists \(module) twice")
+            let cell = String(m.output[2].substring!).replacing(/\([^)]*\)/, with: "").trimmingCharacters(in: .whitespaces)
+            out[module] = cell == "nothing" ? [] : Set(cell.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        }
+        return out
+    }
+
+    @Test func theArchitectureTableMatchesPackageSwift() throws {
+        let declared = try Self.declared()
+        let documented = try Self.documentedModules()
+        #expect(documented.count >= 12, "docs/architecture.md's module table has \(documented.count) rows: the row pattern is broken")
+        let sources = Self.root.appendingPathComponent("Sources")
+        let modules = Set(try FileManager.default.contentsOfDirectory(atPath: sources.path).filter {
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: sources.appendingPathComponent($0).path, isDirectory: &isDirectory) && isDirectory.boolValue
+        })
+        for module in modules.sorted() {
+            #expect(declared[module] != nil, "Sources/\(module) has no target in Package.swift")
+            #expect(documented[module] != nil, "Sources/\(module) has no row in docs/architecture.md's module table")
+        }
+        for (module, deps) in documented.sorted(by: { $0.key < $1.key }) {
+            guard modules.contains(module), let real = declared[module] else {
+                Issue.record("docs/architecture.md's module table has a row for \(module), which is no target under Sources/")
+                continue
+            }
+            #expect(deps.subtracting(real).isEmpty, "docs/architecture.md says \(module) depends on \(deps.subtracting(real).sorted()), which Package.swift does not declare")
+            #expect(real.subtracting(deps).isEmpty, "Package.swift has \(module) depend on \(real.subtracting(deps).sorted()), which docs/architecture.md's table leaves out")
+        }
     }
 
     @Test func theCoreModuleDependsOnNothing() throws {
