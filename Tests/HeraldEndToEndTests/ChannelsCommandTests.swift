@@ -101,7 +101,7 @@ import Glibc
 
     /// `apns.proxy` carries channel management too, through its CONNECT tunnel, with its credentials.
     @Test func channelRequestsGoThroughTheJobsProxy() throws {
-        let (sim, job) = try start()
+        let (sim, _) = try start()
         defer { stop(sim) }
         let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
         defer { proxy.stop() }

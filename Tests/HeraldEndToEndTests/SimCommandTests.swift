@@ -68,7 +68,7 @@ import Testing
     /// with stats that add up.
     @Test func flagsDriveTheTokenRulesOfARehearsal() throws {
         let key = TestKey()
-        let (sim, url) = try start(["--unregistered-prefix", "dead", "--expired-token-prefix", "e0", "--not-for-topic-prefix", "f0",
+        let (sim, _) = try start(["--unregistered-prefix", "dead", "--expired-token-prefix", "e0", "--not-for-topic-prefix", "f0",
                                     "--bad-token-prefix", "badd", "--flaky-prefix", "f1", "--flaky-count", "1", "--flaky-status", "500"], key: key)
         defer { sim.stop() }
         let job = try rehearsal("job", tokens: (1...5).map { Self.token($0) } + ["dead", "e0", "f0", "badd", "f1"].map { Self.token(1, prefix: $0) }, key: key) {
@@ -99,7 +99,7 @@ import Testing
     /// window in flight (adaptive concurrency shrinks it on 429s, 5xx and lost connections only).
     @Test func slowAnswersKeepEveryStreamInFlight() throws {
         let key = TestKey()
-        let (sim, url) = try start(["--latency-ms", "300"], key: key)
+        let (sim, _) = try start(["--latency-ms", "300"], key: key)
         defer { sim.stop() }
         let job = try rehearsal("slow", tokens: (1...500).map { Self.token($0) }, key: key) {
             $0.campaign = "sim-slow"

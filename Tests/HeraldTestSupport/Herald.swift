@@ -48,7 +48,7 @@ public struct Herald: Sendable {
         p.currentDirectoryURL = URL(fileURLWithPath: cwd)
         func file(_ path: String?) throws -> FileHandle {
             guard let path else { return FileHandle.nullDevice }
-            FileManager.default.createFile(atPath: path, contents: nil)
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
             return try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         }
         p.standardOutput = try file(stdout)
