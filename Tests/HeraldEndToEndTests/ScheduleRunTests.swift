@@ -260,7 +260,7 @@ import Glibc
             }
         }
         func quiet(until end: TimeInterval, wait: Bool) -> String {
-            "schedule: { quiet_hours: { from: \"\(Self.hhmm(now - 120))\", to: \"\(Self.hhmm(end))\" }, wait: \(wait) }"
+            "{ quiet_hours: { from: \"\(Self.hhmm(now - 120))\", to: \"\(Self.hhmm(end))\" }, wait: \(wait) }"
         }
         // Two campaigns, each without quiet hours at first: token 3 answers 503 once and has no
         // attempt left in that run.
