@@ -83,7 +83,8 @@ let package = Package(
         .executableTarget(name: "render-bench", dependencies: ["HeraldPayload", "HeraldJob", "HeraldCore"], path: "Benchmarks/render_bench"),
 
         .target(name: "HeraldTestSupport", dependencies: ["HeraldCore", "HeraldSimulator"], path: "Tests/HeraldTestSupport"),
-        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore", "HeraldJob", "HeraldTestSupport"]),
+        .testTarget(name: "HeraldCoreTests", dependencies: ["HeraldCore"]),
+        .testTarget(name: "HeraldJobTests", dependencies: ["HeraldJob", "HeraldCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldAudienceTests", dependencies: ["HeraldAudience", "HeraldTestSupport"]),
         .testTarget(name: "HeraldPayloadTests", dependencies: ["HeraldPayload", "HeraldTestSupport"]),
         .testTarget(name: "HeraldStateTests", dependencies: ["HeraldState", "HeraldCore", "HeraldTestSupport"]),

@@ -13,20 +13,16 @@ import Testing
     static let reasons = ["InvalidProviderToken", "MissingProviderToken", "BadCertificate", "BadCertificateEnvironment",
                           "BadEnvironmentKeyIdInToken", "BadTopic", "TopicDisallowed", "MissingTopic"]
 
-    func writeJob(_ name: String, answer reason: String?) throws -> String {
-        let rule = reason.map { ", answers: [{ prefix: \"a\", reason: \($0) }]" } ?? ""
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/tokens.csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 2
-              streams_per_connection: 10
-              simulator: { log: ../out/\(name).ndjson\(rule) }
-            push:
-              template: { aps: { alert: "hello" } }
-            """)
+    let herald = Herald()
+
+    /// Every token answered `reason`, or nothing but 200s.
+    func writeJob(_ name: String, answer reason: String?) throws -> JobFile {
+        try TestJob(name) {
+            $0.audience.files = ["../data/tokens.csv"]
+            $0.apns.connections = 2
+            $0.apns.streamsPerConnection = 10
+            $0.apns.simulator.answers = reason.map { [("a", $0)] } ?? []
+        }.write(in: dir)
     }
 
     @Test(arguments: reasons)
@@ -35,7 +31,7 @@ import Testing
         try dir.write("data/tokens.csv", (["token"] + tokens).joined(separator: "\n") + "\n")
         let name = "abort-\(reason.lowercased())"
         let job = try writeJob(name, answer: reason)
-        let first = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job], cwd: "/")
+        let first = try herald.run(job)
         #expect(first.status == 3, "\(first.stdout)\(first.stderr)")
         #expect(first.stderr.contains(reason), "the operator is told which answer: \(first.stderr)")
         let asked = try String(contentsOfFile: dir.file("out/\(name).ndjson"), encoding: .utf8).split(separator: "\n")
@@ -47,7 +43,7 @@ import Testing
 
         // The configuration is fixed: the rerun sends to everyone, once each.
         _ = try writeJob(name, answer: nil)
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job], cwd: "/")
+        let rerun = try herald.run(job)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let after = try #require(try JSON.object(dir.file("reports/\(name)/summary.json"))["counts"] as? [String: Any])
         #expect(after["sent"] as? Int == 200 && after["pending"] as? Int == 0)

@@ -15,32 +15,27 @@ import Glibc
     let key = TestKey()
     static let bundle = "com.example.scores"
 
-    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+    let herald = Herald()
 
-    struct Sim { var process: BackgroundProcess; var push: Int; var management: Int; var log: String }
-
-    func startSim(_ faults: [String]) throws -> Sim {
-        let pub = try dir.write("sim/pub.pem", key.publicKeyPEM)
-        let log = dir.file("sim/requests.ndjson")
-        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
-            "sim", "--port", "0", "--management-port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
-            "--auth-public-key", pub, "--bundle-id", Self.bundle, "--ca-out", dir.file("sim/ca.pem"), "--log", log,
-        ] + faults)
-        let push = try #require(URL(string: String(try sim.waitForLine(prefix: "listening on ").dropFirst("listening on ".count)))?.port)
-        let management = try #require(URL(string: String(try sim.waitForLine(prefix: "channel management on ").dropFirst("channel management on ".count)))?.port)
-        return Sim(process: sim, push: push, management: management, log: log)
+    /// `herald sim` with a management port, trusting `key`, answering for `bundle`.
+    func startSim(_ faults: [String]) throws -> SimulatorProcess {
+        try SimulatorProcess(in: dir, trusting: key, bundleId: Self.bundle, management: true, arguments: faults)
     }
 
-    func apns(_ sim: Sim, connections: Int) throws -> String {
-        """
-        apns:
-          endpoint: https://127.0.0.1:\(sim.push)
-          channels_endpoint: https://127.0.0.1:\(sim.management)
-          ca_file: ../sim/ca.pem
-          topic: \(Self.bundle)
-          auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-          connections: \(connections)
-        """
+    /// A liveactivity job sent to `sim`'s push and management ports with `key`.
+    func broadcastJob(_ name: String, sim: SimulatorProcess, connections: Int, _ configure: (inout TestJob) -> Void) throws -> JobFile {
+        let keyFile = try key.writeP8(in: dir)
+        return try TestJob(name) {
+            $0.apns.endpoint = "https://127.0.0.1:\(sim.port)"
+            $0.apns.channelsEndpoint = "https://127.0.0.1:\(sim.managementPort ?? 0)"
+            $0.apns.caFile = "../sim/ca.pem"
+            $0.apns.topic = Self.bundle
+            $0.apns.keyFile = keyFile
+            $0.apns.connections = connections
+            $0.push.type = "liveactivity"
+            $0.push.template = "{ aps: { event: update, timestamp: auto, content-state: {} } }"
+            configure(&$0)
+        }.write(in: dir)
     }
 
     /// `herald channels …`; the management API meets the simulator's random faults too, so a 429
@@ -67,12 +62,8 @@ import Glibc
         // first answers include two 429s and four 503s, every run.
         let sim = try startSim(["--p429", "0.05", "--p503", "0.15", "--seed", "7", "--close-after", "5",
                                 "--latency-ms", "25"])
-        defer { kill(sim.process.pid, SIGTERM); sim.process.process.waitUntilExit() }
-        let admin = try dir.write("jobs/admin.yaml", """
-            campaign: admin
-            \(try apns(sim, connections: 1))
-            push: { type: liveactivity, broadcast: { channels: [AAAAAAAAAAAAAAAAAAAAAA==] }, template: { aps: { event: update, timestamp: auto, content-state: {} } } }
-            """)
+        defer { sim.stop() }
+        let admin = try broadcastJob("admin", sim: sim, connections: 1) { $0.push.channels = ["AAAAAAAAAAAAAAAAAAAAAA=="] }.path
         var channels: [String] = []
         for _ in 0..<24 { channels.append(try manage(["create", admin])) }
         let deleted = channels[5]
@@ -84,19 +75,16 @@ import Glibc
         rows.append("\(channels[0]),1")            // a duplicate row: one request all the same
         rows.append("not a channel!,100")           // line 28: invalid_channel_id
         try dir.write("data/matches.csv", rows.joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/goal.yaml", """
-            campaign: goal
-            audience: { files: [../data/matches.csv], channel_field: channel }
-            \(try apns(sim, connections: 2))
-            push:
-              type: liveactivity
-              priority: 10
-              template: { aps: { event: update, timestamp: auto, content-state: { match: "{{match:int}}", home: 1, away: 0 } } }
-            retry: { max_attempts: 40 }
-            reports: ../reports
-            """)
+        let job = try broadcastJob("goal", sim: sim, connections: 2) {
+            $0.audience.files = ["../data/matches.csv"]
+            $0.audience.channelField = "channel"
+            $0.push.priority = "10"
+            $0.push.template = #"{ aps: { event: update, timestamp: auto, content-state: { match: "{{match:int}}", home: 1, away: 0 } } }"#
+            $0.retry.maxAttempts = 40
+            $0.reports.dir = "../reports"
+        }
         let before = RequestLog.lineCount(sim.log)
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job])
+        let p = try herald.start(["run", job.path])
         let seen = RequestLog.wait(for: before + 10, in: sim.log) { p.process.isRunning }
         p.kill9()
         // What the killed run had written reaches the simulator's log a little after the kill:
@@ -112,7 +100,7 @@ import Glibc
         let sentBeforeKill = Set(beforeKill.filter { $0["status"] as? Int == 200 }.compactMap { ($0["headers"] as? [String: String])?["apns-channel-id"] })
         #expect(seen >= before + 10 && sentBeforeKill.count < 23, "killed mid-send (\(sentBeforeKill.count) channels answered 200)")
 
-        let r = try herald(["run", job])
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
 
         // The simulator's view: one request id per channel on every request, Apple's headers.
@@ -183,27 +171,21 @@ import Glibc
     /// `push.broadcast.channels` in the job, sent to the in-process simulator (`endpoint:
     /// simulator`), which takes the channels as created; then jobs/live-broadcast.yaml as shipped.
     @Test func channelsListedInTheJobAreSentOnceEachAndTheExampleJobRuns() throws {
-        let job = try dir.write("jobs/listed.yaml", """
-            campaign: listed
-            apns:
-              endpoint: simulator
-              topic: \(Self.bundle)
-              simulator: { log: ../out/listed.ndjson, goaway_after: 2, p503: 0.25, seed: 3 }
-            push:
-              type: liveactivity
-              expiration: 1h
-              broadcast:
-                channels:
-                  - dHN0LXNyY2gtY2hubA==
-                  - bWF0Y2gtNDItbGlvbnM=
-                  - bWF0Y2gtNDMtbGlvbnM=
-                  - bWF0Y2gtNDQtbGlvbnM=
-                  - bWF0Y2gtNDUtbGlvbnM=
-                  - bWF0Y2gtNDYtbGlvbnM=
-              template: { aps: { event: end, timestamp: auto, content-state: { final: true }, dismissal-date: 1900000000 } }
-            reports: ../reports-listed
-            """)
-        let r = try herald(["run", job])
+        let job = try TestJob("listed") {
+            $0.apns.topic = Self.bundle
+            $0.apns.simulator.goawayAfter = 2
+            $0.apns.simulator.p503 = 0.25
+            $0.apns.simulator.seed = 3
+            $0.push.type = "liveactivity"
+            $0.push.expiration = "1h"
+            $0.push.channels = ["dHN0LXNyY2gtY2hubA==", "bWF0Y2gtNDItbGlvbnM=", "bWF0Y2gtNDMtbGlvbnM=", "bWF0Y2gtNDQtbGlvbnM=",
+                                "bWF0Y2gtNDUtbGlvbnM=", "bWF0Y2gtNDYtbGlvbnM="]
+            $0.push.template = "{ aps: { event: end, timestamp: auto, content-state: { final: true }, dismissal-date: 1900000000 } }"
+            $0.reports.dir = "../reports-listed"
+        }.write(in: dir)
+        // The rows of listed channels are the lines of the job file that list them.
+        let firstLine = try job.line(of: "- dHN0LXNyY2gtY2hubA==")
+        let r = try herald.run(job)
         #expect(r.status == 0 && r.stdout.contains("audience  6 rows: 6 channels,"), "\(r.stdout)\(r.stderr)")
         let sends = try Self.broadcasts(dir.file("out/listed.ndjson"))
         var sent: [String: [String]] = [:]
@@ -217,16 +199,16 @@ import Glibc
         #expect(sends.contains { $0["fault"] as? String == "p503" } && Set(sends.compactMap { $0["connection"] as? Int }).count >= 2,
                 "503s retried on a new connection (GOAWAY after two answers)")
         let rows = try ReportCheck.csv(dir.file("reports-listed/deliveries.csv"))
-        #expect(rows.map { [$0["file"]!, $0["line"]!, $0["status"]!] } == (11...16).map { ["listed.yaml", String($0), "sent"] })
+        #expect(rows.map { [$0["file"]!, $0["line"]!, $0["status"]!] } == (firstLine..<firstLine + 6).map { ["listed.yaml", String($0), "sent"] })
         #expect(rows.allSatisfy { sent[$0["channel_id"]!] == [$0["apns_id"]!] }, "the request id of its 200")
         // validate and preview read the listed channels as rows; preview shows the request as sent.
-        let validated = try herald(["validate", job])
+        let validated = try herald(["validate", job.path])
         #expect(validated.status == 0 && validated.stdout.contains("6 rows: 6 valid (6 distinct channels"), "\(validated.stdout)")
-        let preview = try herald(["preview", job, "--row", "12"])
-        #expect(preview.stdout.contains("listed.yaml line 12 · channel bWF0Y2gtNDItbGlvbnM=\n:path: /4/broadcasts/apps/\(Self.bundle)\n"
+        let preview = try herald(["preview", job.path, "--row", String(firstLine + 1)])
+        #expect(preview.stdout.contains("listed.yaml line \(firstLine + 1) · channel bWF0Y2gtNDItbGlvbnM=\n:path: /4/broadcasts/apps/\(Self.bundle)\n"
                                         + "apns-channel-id: bWF0Y2gtNDItbGlvbnM=\napns-request-id: \(rows[1]["apns_id"]!)\n"), "\(preview.stdout)")
         #expect(!preview.stdout.contains("apns-topic:"))
-        let again = try herald(["run", job])
+        let again = try herald.run(job)
         #expect(again.status == 0 && again.stdout.contains("already finished"))
         #expect(try Self.broadcasts(dir.file("out/listed.ndjson")).count == sends.count, "a finished broadcast sends nothing again")
 
@@ -239,17 +221,12 @@ import Glibc
     /// (exit 3) with the channels put back to pending, instead of failing them for good.
     @Test func aBroadcastToChannelsThatDoNotExistStopsAndKeepsThemPending() throws {
         let sim = try startSim([])
-        defer { kill(sim.process.pid, SIGTERM); sim.process.process.waitUntilExit() }
-        let job = try dir.write("jobs/elsewhere.yaml", """
-            campaign: elsewhere
-            \(try apns(sim, connections: 1))
-            push:
-              type: liveactivity
-              broadcast: { channels: [bWF0Y2gtNDI=, bWF0Y2gtNDM=, bWF0Y2gtNDQ=] }
-              template: { aps: { event: update, timestamp: auto, content-state: {} } }
-            reports: ../reports-elsewhere
-            """)
-        let r = try herald(["run", job])
+        defer { sim.stop() }
+        let job = try broadcastJob("elsewhere", sim: sim, connections: 1) {
+            $0.push.channels = ["bWF0Y2gtNDI=", "bWF0Y2gtNDM=", "bWF0Y2gtNDQ="]
+            $0.reports.dir = "../reports-elsewhere"
+        }
+        let r = try herald.run(job)
         #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("3 of the first 3 channels answered ChannelNotRegistered"), "\(r.stderr)")
         let rows = try ReportCheck.csv(dir.file("reports-elsewhere/deliveries.csv"))
@@ -261,29 +238,30 @@ import Glibc
     /// refused (exit 2) before anything is sent; and a listed channel added to or removed from an
     /// unfinished broadcast is read again like a changed audience file.
     @Test func aResumedRunKeepsItsShapeAndReadsAnEditedChannelListAgain() throws {
-        func write(_ channels: [String], p503: String, type: String = "broadcast") throws -> String {
-            let push = type == "broadcast"
-                ? "push:\n  type: liveactivity\n  broadcast: { channels: [\(channels.joined(separator: ", "))] }\n  template: { aps: { event: update, timestamp: auto, content-state: {} } }"
-                : "audience: { files: [../data/tokens.csv] }\npush: { template: { aps: { alert: hi } } }"
-            return try dir.write("jobs/edited.yaml", """
-                campaign: edited
-                apns:
-                  endpoint: simulator
-                  topic: \(Self.bundle)
-                  simulator: { log: ../out/edited.ndjson, p503: \(p503) }
-                retry: { max_attempts: 1 }
-                reports: ../reports-edited
-                \(push)
-                """)
+        func write(_ channels: [String], p503: Double, type: String = "broadcast") throws -> JobFile {
+            try TestJob("edited") {
+                $0.apns.topic = Self.bundle
+                $0.apns.simulator.p503 = p503
+                $0.retry.maxAttempts = 1
+                $0.reports.dir = "../reports-edited"
+                if type == "broadcast" {
+                    $0.push.type = "liveactivity"
+                    $0.push.channels = channels
+                    $0.push.template = "{ aps: { event: update, timestamp: auto, content-state: {} } }"
+                } else {
+                    $0.audience.files = ["../data/tokens.csv"]
+                    $0.push.template = "{ aps: { alert: hi } }"
+                }
+            }.write(in: dir)
         }
-        var r = try herald(["run", try write(["bWF0Y2gtNDI=", "bWF0Y2gtNDM="], p503: "1.0")])
+        var r = try herald.run(try write(["bWF0Y2gtNDI=", "bWF0Y2gtNDM="], p503: 1.0))
         #expect(r.status == 4, "every channel answered 503 once: rerun to resume. \(r.stdout)\(r.stderr)")
 
         try dir.write("data/tokens.csv", "token\n" + String(repeating: "ab", count: 32) + "\n")
-        r = try herald(["run", try write([], p503: "0", type: "device")])
+        r = try herald.run(try write([], p503: 0, type: "device"))
         #expect(r.status == 2 && r.stderr.contains("sends a broadcast to channels, and this job now sends device pushes"), "\(r.stderr)")
 
-        r = try herald(["run", try write(["bWF0Y2gtNDM=", "bWF0Y2gtNDQ="], p503: "0")])
+        r = try herald.run(try write(["bWF0Y2gtNDM=", "bWF0Y2gtNDQ="], p503: 0))
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("push.broadcast.channels: content changed"), "\(r.stderr)")
         var sent: [String: Int] = [:]

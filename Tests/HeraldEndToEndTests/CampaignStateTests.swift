@@ -7,37 +7,31 @@ import Testing
 @Suite(.serialized) struct CampaignStateTests {
     let dir = TemporaryDirectory("e2e-state")
 
-    func tokens(_ range: ClosedRange<Int>) -> [String] { range.map { String(format: "%064x", $0) } }
+    let herald = Herald()
 
-    func job(_ name: String, files: [String], campaign: String? = nil, extra: String = "") throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(campaign ?? name)
-            audience: { files: [\(files.map { "../data/" + $0 }.joined(separator: ", "))] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 20
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "hello" } }
-            \(extra)
-            """)
+    /// A job reading `files` in data/.
+    func job(_ name: String, files: [String], _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name) {
+            $0.audience.files = files.map { "../data/" + $0 }
+            $0.apns.streamsPerConnection = 20
+            configure(&$0)
+        }.write(in: dir)
     }
 
     @Test func aSecondConcurrentRunExits75WithoutTouchingStateAndTheFirstIsUnaffected() throws {
         try dir.writeGzip("data/lock.csv.gz", (["token"] + tokens(1...1_500)).joined(separator: "\n") + "\n")
         // A rate limit keeps the first run busy for a few seconds.
-        let path = try job("lock", files: ["lock.csv.gz"], extra: "throttle: { rate: 400 }")
+        let path = try job("lock", files: ["lock.csv.gz"]) { $0.throttle.rate = 400 }
         let log = dir.file("out/lock.ndjson")
-        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path])
+        let first = try herald.start(["run", path.path])
         _ = RequestLog.wait(for: 100, in: log) { first.process.isRunning }
         #expect(first.process.isRunning)
-        let second = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let second = try herald.run(path)
         #expect(second.status == 75, "\(second.stdout)\(second.stderr)")
         #expect(second.stderr.contains("another herald run holds the lock"), "\(second.stderr)")
         #expect(second.stdout.isEmpty, "no summary: the second run did nothing")
 
-        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", path, "--json"])
+        let status = try herald(["status", path.path, "--json"])
         #expect(status.status == 0, "\(status.stderr)")
         let s = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect(s["running"] as? Bool == true && s["lock_holder_pid"] as? Int == Int(first.pid), "\(status.stdout)")
@@ -46,7 +40,7 @@ import Testing
         #expect(first.process.terminationStatus == 0, "the first run is unaffected")
         let byToken = try RequestLog.read(log)
         #expect(byToken.count == 1_500 && byToken.values.allSatisfy { $0.count == 1 })
-        let done = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", path])
+        let done = try herald(["status", path.path])
         #expect(done.stdout.contains("lock      free") && done.stdout.contains("1,500 sent"), "\(done.stdout)")
     }
 
@@ -54,18 +48,18 @@ import Testing
         try dir.writeGzip("data/frozen.csv.gz", (["token"] + tokens(1...300)).joined(separator: "\n") + "\n")
         let path = try job("frozen", files: ["frozen.csv.gz"])
         // The first run stops (frozen, lock held) right after its first batch of answers is committed.
-        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path], watch: .stderr,
+        let first = try herald.start(["run", path.path], watch: .stderr,
                                           environment: ["HERALD_TEST_STALL_AT": "send:1"])
         _ = try first.waitForLine(prefix: "herald-test: stalled")
         let files = ["state/frozen.sqlite", "state/frozen.sqlite-wal"].map { dir.file($0) }
         let before = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-        let second = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let second = try herald.run(path)
         #expect(second.status == 75, "\(second.stderr)")
         let after = try files.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         #expect(before == after, "the refused run did not touch the state file")
         first.kill9()
         // The kernel released the dead holder's lock: the rerun proceeds and finishes.
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let rerun = try herald.run(path)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let byToken = try RequestLog.read(dir.file("out/frozen.ndjson"))
         // The frozen run's committed answers are not sent again; only what was on the wire or
@@ -88,7 +82,7 @@ import Testing
         _ = try dir.write("data/one.csv", "token\n\"\(spaced(t[0]))\"\n\(t[1].uppercased())\n\(t[2])\n")
         try dir.writeGzip("data/two.ndjson.gz", t.map { "{\"token\":\"\($0)\"}" }.joined(separator: "\n") + "\n")
         let path = try job("spell", files: ["one.csv", "two.ndjson.gz"])
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let r = try herald.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let byToken = try RequestLog.read(dir.file("out/spell.ndjson"))
         #expect(Set(byToken.keys) == Set(t) && byToken.values.allSatisfy { $0.count == 1 })
@@ -98,9 +92,9 @@ import Testing
 
     @Test func aChangedAudienceIsSaidAndContinuedByTokenIdentity() throws {
         try dir.writeGzip("data/change.csv.gz", (["token"] + tokens(1...3_000)).joined(separator: "\n") + "\n")
-        let path = try job("change", files: ["change.csv.gz"], extra: "throttle: { rate: 500 }")
+        let path = try job("change", files: ["change.csv.gz"]) { $0.throttle.rate = 500 }
         let log = dir.file("out/change.ndjson")
-        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path])
+        let first = try herald.start(["run", path.path])
         _ = RequestLog.wait(for: 500, in: log) { first.process.isRunning }
         kill(first.pid, SIGTERM)
         first.process.waitUntilExit()
@@ -110,7 +104,7 @@ import Testing
 
         // The operator edits the file: the last 1,000 recipients go, 200 new ones come.
         try dir.writeGzip("data/change.csv.gz", (["token"] + tokens(1...2_000) + tokens(5_001...5_200)).joined(separator: "\n") + "\n")
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let rerun = try herald.run(path)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         #expect(rerun.stderr.contains("audience changed") && rerun.stderr.contains("change.csv.gz"), "\(rerun.stderr)")
 
@@ -129,9 +123,9 @@ import Testing
 
     @Test func aRecurringCampaignRunsOncePerPeriodAndNewRunSendsAgain() throws {
         _ = try dir.write("data/daily.csv", (["token"] + tokens(1...5)).joined(separator: "\n") + "\n")
-        let path = try job("daily", files: ["daily.csv"], campaign: "daily-{date}")
+        let path = try job("daily", files: ["daily.csv"]) { $0.campaign = "daily-{date}" }
         let log = dir.file("out/daily.ndjson")
-        let first = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let first = try herald.run(path)
         #expect(first.status == 0, "\(first.stderr)")
         let f = DateFormatter()
         f.dateFormat = "yyyy-MM-dd"
@@ -140,36 +134,33 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: dir.file("reports/\(today)/summary.json")), "\(first.stdout)")
         #expect(FileManager.default.fileExists(atPath: dir.file("state/daily-{date}.sqlite")))
 
-        let again = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let again = try herald.run(path)
         #expect(again.status == 0 && again.stdout.contains("already finished"), "\(again.stdout)")
         #expect(RequestLog.lineCount(log) == 5)
 
-        let newRun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path, "--new-run"])
+        let newRun = try herald.run(path, ["--new-run"])
         #expect(newRun.status == 0, "\(newRun.stderr)")
         let byToken = try RequestLog.read(log)
         #expect(byToken.values.allSatisfy { $0.count == 2 })
         #expect(byToken.values.allSatisfy { Set($0.map(\.apnsId)).count == 2 }, "a new run is a new notification: new apns-id")
-        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", path, "--json"])
+        let status = try herald(["status", path.path, "--json"])
         let s = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect((s["runs"] as? [[String: Any]])?.count == 2 && s["running"] as? Bool == false)
     }
 
     @Test func tooManyInvalidRowsStopBeforeTheFirstPushWithExit5() throws {
         _ = try dir.write("data/bad.csv", (["token"] + tokens(1...7) + ["nothex", "abc", "<zz>"]).joined(separator: "\n") + "\n")
-        let path = try job("bad", files: ["bad.csv"], extra: "")
-        // The job's audience section gets a limit of 2 invalid rows.
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-            .replacingOccurrences(of: "audience: { files: [../data/bad.csv] }", with: "audience: { files: [../data/bad.csv], max_invalid_rows: 2 }")
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        // The job's audience section has a limit of 2 invalid rows.
+        let path = try job("bad", files: ["bad.csv"]) { $0.audience.maxInvalidRows = "2" }
+        let r = try herald.run(path)
         #expect(r.status == 5, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("3 of 10 audience rows are invalid"), "\(r.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/bad.ndjson")) == 0, "nothing sent")
         let invalid = try String(contentsOfFile: dir.file("reports/bad/invalid.csv"), encoding: .utf8)
         #expect(invalid.split(separator: "\n").count == 4, "header + the 3 invalid rows, recorded")
         // Raising the limit lets the same run go on.
-        try text.replacingOccurrences(of: "max_invalid_rows: 2", with: "max_invalid_rows: 30%").write(toFile: path, atomically: true, encoding: .utf8)
-        let again = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        _ = try job("bad", files: ["bad.csv"]) { $0.audience.maxInvalidRows = "30%" }
+        let again = try herald.run(path)
         #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/bad.ndjson")) == 7)
     }
@@ -177,7 +168,7 @@ import Testing
     @Test func statusOfACampaignThatNeverRan() throws {
         _ = try dir.write("data/never.csv", "token\n" + tokens(1...1)[0] + "\n")
         let path = try job("never", files: ["never.csv"])
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", path])
+        let r = try herald(["status", path.path])
         #expect(r.status == 0 && r.stdout.contains("never run"), "\(r.stdout + r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("state/never.sqlite")), "status creates nothing")
     }

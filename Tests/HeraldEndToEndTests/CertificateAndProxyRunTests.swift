@@ -9,37 +9,22 @@ import Testing
     let dir = TemporaryDirectory("e2e-connect")
     static let recipients = 25
 
-    func startSimulator(_ auth: [String]) throws -> (BackgroundProcess, String) {
-        try FileManager.default.createDirectory(atPath: dir.file("sim"), withIntermediateDirectories: true)
-        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
-            "sim", "--port", "0", "--bundle-id", "com.example.app", "--ca-out", dir.file("sim/ca.pem"),
-            "--log", dir.file("sim/requests.ndjson"),
-        ] + auth)
-        let line = try sim.waitForLine(prefix: "listening on ")
-        return (sim, String(line.dropFirst("listening on ".count)))
-    }
+    let herald = Herald()
 
     /// A clean slate for a test that runs several campaigns: no state, reports or request log.
     func forgetEarlierRuns() {
         for d in ["state", "reports", "sim"] { try? FileManager.default.removeItem(atPath: dir.file(d)) }
     }
 
-    func writeJob(_ apnsLines: String) throws -> String {
-        var rows = ["token"]
-        for i in 1...Self.recipients { rows.append(String(format: "%064x", i)) }
-        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
-        return try dir.write("jobs/job.yaml", """
-            campaign: connect-test
-            audience: { files: [../data/a.csv] }
-            apns:
-              endpoint: production
-              topic: com.example.app
-              streams_per_connection: 10
-            \(apnsLines)
-            push:
-              template: { aps: { alert: "hello" } }
-            retry: { max_attempts: 2 }
-            """)
+    /// 25 recipients sent to `herald sim` (`--endpoint`), with what `configure` sets in `apns`.
+    func writeJob(_ configure: (inout TestJob.APNs) -> Void) throws -> JobFile {
+        try TestJob("job", tokens: (1...Self.recipients).map { String(format: "%064x", $0) }) {
+            $0.campaign = "connect-test"
+            $0.apns.endpoint = "production"
+            $0.apns.streamsPerConnection = 10
+            configure(&$0.apns)
+            $0.retry.maxAttempts = 2
+        }.write(in: dir)
     }
 
     func requestLog() -> [[String: Any]] {
@@ -53,18 +38,17 @@ import Testing
         return (try JSONSerialization.jsonObject(with: data) as! [String: Any])["counts"] as! [String: Int]
     }
 
-    func run(_ job: String, url: String, env: [String: String]) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job, "--endpoint", url, "--ca-file", dir.file("sim/ca.pem")],
-                              environment: ProcessInfo.processInfo.environment.merging(env) { _, new in new })
+    func run(_ job: JobFile, sim: SimulatorProcess, env: [String: String?]) throws -> RunResult {
+        try herald.run(job, sim.endpointArguments, environment: env)
     }
 
     @Test func aP12CertificateSendsEveryPushWithoutAuthorization() throws {
         let ca = try SimulatorCertificateAuthority(commonName: "e2e client CA")
-        let (sim, url) = try startSimulator(["--client-ca", try dir.write("client-ca.pem", ca.certificatePEM)])
-        defer { _ = sim.stop() }
+        let sim = try SimulatorProcess(in: dir, arguments: ["--client-ca", try dir.write("client-ca.pem", ca.certificatePEM)])
+        defer { sim.stop() }
         let files = try ClientCertificateFiles(issuedBy: ca, name: "app", in: dir)
-        let job = try writeJob("  certificate: { p12_file: \(files.p12), password_env: HERALD_TEST_P12_PASSWORD }")
-        let r = try run(job, url: url, env: ["HERALD_TEST_P12_PASSWORD": files.password])
+        let job = try writeJob { $0.certificate = "{ p12_file: \(files.p12), password_env: HERALD_TEST_P12_PASSWORD }" }
+        let r = try run(job, sim: sim, env: ["HERALD_TEST_P12_PASSWORD": files.password])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(try counts()["sent"] == Self.recipients)
         let log = requestLog()
@@ -76,11 +60,11 @@ import Testing
 
     @Test func aCertificateFromAnotherCAAbortsWithExitThreeBeforeAnyPush() throws {
         let ca = try SimulatorCertificateAuthority(commonName: "e2e client CA")
-        let (sim, url) = try startSimulator(["--client-ca", try dir.write("client-ca.pem", ca.certificatePEM)])
-        defer { _ = sim.stop() }
+        let sim = try SimulatorProcess(in: dir, arguments: ["--client-ca", try dir.write("client-ca.pem", ca.certificatePEM)])
+        defer { sim.stop() }
         let stranger = try ClientCertificateFiles(issuedBy: try SimulatorCertificateAuthority(commonName: "other CA"), name: "intruder", in: dir)
-        let job = try writeJob("  certificate: { cert_file: \(stranger.certificate), key_file: \(stranger.key) }")
-        let r = try run(job, url: url, env: [:])
+        let job = try writeJob { $0.certificate = "{ cert_file: \(stranger.certificate), key_file: \(stranger.key) }" }
+        let r = try run(job, sim: sim, env: [:])
         #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("APNs refused the client certificate \(stranger.certificate) (apns.certificate)"), "\(r.stderr)")
         #expect(requestLog().isEmpty)
@@ -91,10 +75,9 @@ import Testing
     @Test func aWrongPasswordIsExitTwoNamingTheFieldNotThePassword() throws {
         let ca = try SimulatorCertificateAuthority(commonName: "e2e client CA")
         let files = try ClientCertificateFiles(issuedBy: ca, name: "app", in: dir)
-        let job = try writeJob("  certificate: { p12_file: \(files.p12), password_env: HERALD_TEST_P12_PASSWORD }")
+        let job = try writeJob { $0.certificate = "{ p12_file: \(files.p12), password_env: HERALD_TEST_P12_PASSWORD }" }
         let wrong = "wr0ng-passw0rd-xyz"
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job],
-                                      environment: ProcessInfo.processInfo.environment.merging(["HERALD_TEST_P12_PASSWORD": wrong]) { _, new in new })
+        let r = try herald.run(job, environment: ["HERALD_TEST_P12_PASSWORD": wrong])
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("apns.certificate.password_env: the password in $HERALD_TEST_P12_PASSWORD does not open \(files.p12)"), "\(r.stderr)")
         #expect(!(r.stdout + r.stderr).contains(wrong))
@@ -105,24 +88,24 @@ import Testing
     func pushesGoThroughTheProxyTunnelAndProxyCredentialsStaySecret() throws {
         forgetEarlierRuns()
         let key = TestKey()
-        let (sim, url) = try startSimulator(["--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
-                                             "--auth-public-key", try dir.write("sim/pub.pem", key.publicKeyPEM)])
-        defer { _ = sim.stop() }
+        let sim = try SimulatorProcess(in: dir, trusting: key)
+        defer { sim.stop() }
         let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
         defer { proxy.stop() }
-        let job = try writeJob("""
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-              proxy: { url: \(proxy.url), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }
-            """)
+        let keyFile = try key.writeP8(in: dir)
+        let job = try writeJob {
+            $0.keyFile = keyFile
+            $0.proxy = "{ url: \(proxy.url), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }"
+        }
         // Wrong credentials: the tunnel is refused before any push, exit 2, the password nowhere.
-        let refused = try run(job, url: url, env: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "not-it-42"])
+        let refused = try run(job, sim: sim, env: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "not-it-42"])
         #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stderr.contains("apns.proxy \(proxy.url) refused the tunnel to APNs: "), "\(refused.stderr)")
         #expect(refused.stderr.contains("(HTTP 407): it wants credentials"), "\(refused.stderr)")
         #expect(!(refused.stdout + refused.stderr).contains("not-it-42"))
         #expect(proxy.tunnels == 0 && requestLog().isEmpty)
 
-        let r = try run(job, url: url, env: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "pr0xy-s3cret"])
+        let r = try run(job, sim: sim, env: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "pr0xy-s3cret"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(try counts()["sent"] == Self.recipients)
         #expect(requestLog().count == Self.recipients, "every push reached the simulator")
@@ -137,30 +120,28 @@ import Testing
     func withoutTheKeyTheEnvironmentsHttpsProxyIsUsedAndOtherwiseNone() throws {
         forgetEarlierRuns()
         let key = TestKey()
-        let (sim, url) = try startSimulator(["--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
-                                             "--auth-public-key", try dir.write("sim/pub.pem", key.publicKeyPEM)])
-        defer { _ = sim.stop() }
+        let sim = try SimulatorProcess(in: dir, trusting: key)
+        defer { sim.stop() }
         let proxy = try ConnectProxy()
         defer { proxy.stop() }
-        let job = try writeJob("""
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-            """)
-        let unset = ["https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": ""]
-        let viaProxy = try run(job, url: url, env: unset.merging(["https_proxy": proxy.url]) { _, new in new })
+        let keyFile = try key.writeP8(in: dir)
+        let job = try writeJob { $0.keyFile = keyFile }
+        let unset: [String: String?] = ["https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": ""]
+        let viaProxy = try run(job, sim: sim, env: unset.merging(["https_proxy": proxy.url]) { _, new in new })
         #expect(viaProxy.status == 0, "\(viaProxy.stdout)\(viaProxy.stderr)")
         #expect(try counts()["sent"] == Self.recipients)
         #expect(proxy.tunnels == 1, "the campaign's connection (no probe without apns.proxy): \(proxy.tunnels)")
 
         try? FileManager.default.removeItem(atPath: dir.file("state"))
         try? FileManager.default.removeItem(atPath: dir.file("reports"))
-        let direct = try run(job, url: url, env: unset)
+        let direct = try run(job, sim: sim, env: unset)
         #expect(direct.status == 0, "\(direct.stdout)\(direct.stderr)")
         #expect(try counts()["sent"] == Self.recipients)
         #expect(proxy.tunnels == 1, "no tunnel without a proxy in the environment")
 
         try? FileManager.default.removeItem(atPath: dir.file("state"))
         try? FileManager.default.removeItem(atPath: dir.file("reports"))
-        let exempt = try run(job, url: url, env: unset.merging(["https_proxy": proxy.url, "no_proxy": "localhost,127.0.0.1"]) { _, new in new })
+        let exempt = try run(job, sim: sim, env: unset.merging(["https_proxy": proxy.url, "no_proxy": "localhost,127.0.0.1"]) { _, new in new })
         #expect(exempt.status == 0, "\(exempt.stdout)\(exempt.stderr)")
         #expect(try counts()["sent"] == Self.recipients)
         #expect(proxy.tunnels == 1, "no_proxy lists the host: no tunnel")

@@ -12,38 +12,34 @@ import Glibc
     let dir = TemporaryDirectory("e2e-channels")
     let key = TestKey()
 
-    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+    let herald = Herald()
 
     /// A simulator with a management port and a job pointing at both of its ports.
-    func start(limit: Int = 3, topic: String = "com.example.scores") throws -> (BackgroundProcess, String) {
-        let p8 = try key.writeP8(in: dir)
-        let pub = try dir.write("sim/pub.pem", key.publicKeyPEM)
-        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
-            "sim", "--port", "0", "--management-port", "0", "--channel-limit", String(limit), "--team-id", TestKey.teamId,
-            "--key-id", TestKey.keyId, "--auth-public-key", pub, "--bundle-id", "com.example.scores", "--ca-out", dir.file("sim/ca.pem"),
-            "--log", dir.file("sim/requests.ndjson"),
-        ])
-        let push = try #require(URL(string: String(try sim.waitForLine(prefix: "listening on ").dropFirst("listening on ".count)))?.port)
-        let management = try #require(URL(string: String(try sim.waitForLine(prefix: "channel management on ").dropFirst("channel management on ".count)))?.port)
-        try dir.write("data/none.csv", "token\n")
-        let job = try dir.write("jobs/\(topic).yaml", """
-            campaign: match
-            audience: { files: [../data/none.csv] }
-            apns:
-              endpoint: https://127.0.0.1:\(push)
-              channels_endpoint: https://127.0.0.1:\(management)
-              ca_file: ../sim/ca.pem
-              topic: \(topic)
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(p8) }
-            push: { type: liveactivity, template: { aps: { event: update, timestamp: auto, content-state: {} } } }
-            """)
-        return (sim, job)
+    func start(limit: Int = 3) throws -> (SimulatorProcess, String) {
+        let sim = try SimulatorProcess(in: dir, trusting: key, bundleId: "com.example.scores", management: true,
+                                       arguments: ["--channel-limit", String(limit)])
+        return (sim, try job("com.example.scores", sim: sim).path)
     }
 
-    func stop(_ sim: BackgroundProcess) {
-        kill(sim.pid, SIGTERM)
-        sim.process.waitUntilExit()
+    /// A Live Activity job of no recipients (the channels are managed, not sent to) for `sim`, or the in-process simulator.
+    func job(_ name: String, sim: SimulatorProcess?, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        let keyFile = try key.writeP8(in: dir)
+        return try TestJob(name, rows: ["token"]) {
+            $0.campaign = "match"
+            $0.apns.topic = "com.example.scores"
+            if let sim {
+                $0.apns.endpoint = "https://127.0.0.1:\(sim.port)"
+                $0.apns.channelsEndpoint = "https://127.0.0.1:\(sim.managementPort ?? 0)"
+                $0.apns.caFile = "../sim/ca.pem"
+                $0.apns.keyFile = keyFile
+            }
+            $0.push.type = "liveactivity"
+            $0.push.template = "{ aps: { event: update, timestamp: auto, content-state: {} } }"
+            configure(&$0)
+        }.write(in: dir)
     }
+
+    func stop(_ sim: SimulatorProcess) { sim.stop() }
 
     @Test func channelsAreCreatedListedShownAndDeleted() throws {
         let (sim, job) = try start()
@@ -92,17 +88,11 @@ import Glibc
         #expect(down.status == 4 && down.stderr.contains("try again"), "\(down.stderr)")
 
         // Another app's bundle id: a fatal answer, 3.
-        let other = try dir.write("jobs/other.yaml", try String(contentsOfFile: job, encoding: .utf8)
-            .replacingOccurrences(of: "topic: com.example.scores", with: "topic: com.example.other"))
+        let other = try self.job("other", sim: sim) { $0.apns.topic = "com.example.other" }.path
         let mismatch = try herald(["channels", "list", other])
         #expect(mismatch.status == 3 && mismatch.stderr.contains("403 TopicMismatch"), "\(mismatch.stderr)")
         // No management host known: a configuration error, 2, before any request.
-        let simulated = try dir.write("jobs/sim.yaml", """
-            campaign: match
-            audience: { files: [../data/none.csv] }
-            apns: { endpoint: simulator, topic: com.example.scores }
-            push: { type: liveactivity, template: { aps: { event: update, timestamp: auto, content-state: {} } } }
-            """)
+        let simulated = try self.job("sim", sim: nil).path
         let inProcess = try herald(["channels", "list", simulated])
         #expect(inProcess.status == 2 && inProcess.stderr.contains("herald sim --management-port"), "\(inProcess.stderr)")
         let custom = try herald(["channels", "list", job, "--channels-endpoint", "ftp://x"])
@@ -111,18 +101,14 @@ import Glibc
 
     /// `apns.proxy` carries channel management too, through its CONNECT tunnel, with its credentials.
     @Test func channelRequestsGoThroughTheJobsProxy() throws {
-        let (sim, job) = try start()
+        let (sim, _) = try start()
         defer { stop(sim) }
         let proxy = try ConnectProxy(credentials: ("herald", "pr0xy-s3cret"))
         defer { proxy.stop() }
-        let text = try String(contentsOfFile: job, encoding: .utf8)
-        let proxied = try dir.write("jobs/proxied.yaml", text.replacingOccurrences(of: "  topic: com.example.scores\n", with: """
-              topic: com.example.scores
-              proxy: { url: \(proxy.url), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }
-
-            """))
-        let env = ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "pr0xy-s3cret"]
-        let made = try ProcessRunner.run(ProcessRunner.heraldBinary, ["channels", "create", proxied], cwd: "/", environment: env)
+        let proxied = try self.job("proxied", sim: sim) {
+            $0.apns.proxy = "{ url: \(proxy.url), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }"
+        }
+        let made = try herald(["channels", "create", proxied.path], environment: ["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "pr0xy-s3cret"])
         #expect(made.status == 0, "\(made.stdout)\(made.stderr)")
         #expect(proxy.tunnels == 1, "through the job's proxy: \(proxy.tunnels) tunnels")
         #expect(!(made.stdout + made.stderr).contains("pr0xy-s3cret"))

@@ -15,14 +15,13 @@ import Testing
 
     func writeAudience() throws { try TwoFileAudience.write(in: dir) }
 
-    func writeJob(name: String, extra: String = "") throws -> String {
-        try TwoFileAudience.writeJob(in: dir, name: name, extra: extra)
-    }
+    let herald = Herald()
+
+    func writeJob(name: String) throws -> JobFile { try TwoFileAudience.job(name).write(in: dir) }
 
     /// Starts `herald run`, waits for `HERALD_TEST_STALL_AT`'s point, and SIGKILLs it there.
-    func killAt(_ point: String, job: String) throws {
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job], watch: .stderr,
-                                      environment: ["HERALD_TEST_STALL_AT": point])
+    func killAt(_ point: String, job: JobFile) throws {
+        let p = try herald.start(["run", job.path], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": point])
         let line = try p.waitForLine(prefix: "herald-test: stalled at")
         #expect(line == "herald-test: stalled at \(point)")
         p.kill9()
@@ -30,9 +29,9 @@ import Testing
     }
 
     /// Starts `herald run` and signals it once the simulator has answered `after` requests.
-    func signalMidSend(_ sig: Int32, job: String, log: String, after: Int) throws -> (BackgroundProcess, Int) {
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job])
-        let seen = RequestLog.wait(for: after, in: log) { p.process.isRunning }
+    func signalMidSend(_ sig: Int32, job: JobFile, after: Int) throws -> (BackgroundProcess, Int) {
+        let p = try herald.start(["run", job.path])
+        let seen = RequestLog.wait(for: after, in: job.requestLog) { p.process.isRunning }
         kill(p.pid, sig)
         p.process.waitUntilExit()
         return (p, seen)
@@ -50,7 +49,7 @@ import Testing
         #expect(RequestLog.lineCount(log) == 0, "nothing leaves before the whole audience is recorded")
 
         // 2. Killed mid-send, with requests in flight.
-        let (_, seen) = try signalMidSend(SIGKILL, job: job, log: log, after: 4_000)
+        let (_, seen) = try signalMidSend(SIGKILL, job: job, after: 4_000)
         #expect(seen >= 4_000 && seen < Self.count, "killed mid-send (\(seen) answered)")
 
         // 3. Killed while writing the reports (deliveries.csv written, invalid.csv and summary.json not).
@@ -61,11 +60,11 @@ import Testing
 
         // 4. Rerun: everything was sent; the missing reports are written and nothing is sent.
         let before = RequestLog.lineCount(log)
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let rerun = try herald.run(job)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         #expect(rerun.stdout.contains("already finished") && rerun.stdout.contains("regenerated"), "\(rerun.stdout)")
         #expect(RequestLog.lineCount(log) == before)
-        let again = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let again = try herald.run(job)
         #expect(again.status == 0 && again.stdout.contains("reports are complete"), "\(again.stdout)")
 
         let byToken = try RequestLog.read(log)
@@ -82,7 +81,7 @@ import Testing
         try writeAudience()
         let job = try writeJob(name: "term")
         let log = dir.file("out/term.ndjson")
-        let (p, seen) = try signalMidSend(SIGTERM, job: job, log: log, after: 3_000)
+        let (p, seen) = try signalMidSend(SIGTERM, job: job, after: 3_000)
         #expect(p.process.terminationReason == .exit && p.process.terminationStatus == 4, "graceful stop exits 4")
         #expect(seen < Self.count)
         // The stopped run recorded every answer and wrote its reports.
@@ -91,7 +90,7 @@ import Testing
         let sentBefore = try #require((partial["counts"] as? [String: Any])?["sent"] as? Int)
         #expect(sentBefore == RequestLog.lineCount(log), "every answer received before the stop is recorded")
 
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let rerun = try herald.run(job)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         try expectEveryoneOnce(try RequestLog.read(log), allowedResends: 0)
     }
@@ -107,20 +106,14 @@ enum TwoFileAudience {
 
     /// The kill tests' job over that audience: 2 connections × 100 streams against the
     /// simulator, its request log in out/<name>.ndjson.
-    static func writeJob(in dir: TemporaryDirectory, name: String, extra: String = "") throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/a.csv.gz, ../data/b.csv.gz] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 2
-              streams_per_connection: 100
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "Hi {{first_name}}" } }
-            \(extra)
-            """)
+    static func job(_ name: String, _ configure: (inout TestJob) -> Void = { _ in }) -> TestJob {
+        TestJob(name) {
+            $0.audience.files = ["../data/a.csv.gz", "../data/b.csv.gz"]
+            $0.apns.connections = 2
+            $0.apns.streamsPerConnection = 100
+            $0.push.template = #"{ aps: { alert: "Hi {{first_name}}" } }"#
+            configure(&$0)
+        }
     }
 
     static func write(in dir: TemporaryDirectory) throws {
@@ -142,54 +135,5 @@ enum TwoFileAudience {
         #expect(resent.count <= allowedResends, "\(resent.count) tokens sent more than once (allowed: \(allowedResends))")
         #expect(resent.allSatisfy { Set($0.value.map(\.apnsId)).count == 1 }, "a resend reuses its apns-id")
         #expect(resent.allSatisfy { Set($0.value.map(\.collapseId)).count == 1 }, "a resend reuses its collapse id")
-    }
-}
-
-/// The simulator's NDJSON request log, as the tests read it.
-enum RequestLog {
-    struct Attempt { var status: Int; var apnsId: String; var collapseId: String? }
-
-    /// Lines in the log (memchr over the bytes: the tests poll this while herald runs, so it must
-    /// cost next to nothing even in a debug build).
-    static func lineCount(_ path: String) -> Int {
-        guard let data = FileManager.default.contents(atPath: path) else { return 0 }
-        return data.withUnsafeBytes { raw -> Int in
-            guard var p = raw.baseAddress else { return 0 }
-            let end = p + raw.count
-            var n = 0
-            while p < end, let hit = memchr(p, 0x0A, end - p) {
-                n += 1
-                p = UnsafeRawPointer(hit) + 1
-            }
-            return n
-        }
-    }
-
-    /// Polls until the log has `count` lines or `running` turns false (at most a minute).
-    static func wait(for count: Int, in path: String, while running: () -> Bool) -> Int {
-        var seen = 0
-        waitUntil(timeout: 60, pollInterval: 0.02) {
-            seen = lineCount(path)
-            return seen >= count || !running()
-        }
-        return seen
-    }
-
-    static func read(_ path: String) throws -> [String: [Attempt]] {
-        var out: [String: [Attempt]] = [:]
-        for line in try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n") {
-            let o = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            let headers = o["headers"] as? [String: String] ?? [:]
-            out[o["token"] as? String ?? "", default: []].append(
-                Attempt(status: o["status"] as? Int ?? 0, apnsId: o["apns_id"] as? String ?? "", collapseId: headers["apns-collapse-id"]))
-        }
-        return out
-    }
-}
-
-enum JSON {
-    static func object(_ path: String) throws -> [String: Any] {
-        let data = try #require(FileManager.default.contents(atPath: path), "\(path) missing")
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 }

@@ -11,29 +11,14 @@ import Glibc
 @Suite(.serialized) struct CronPingAndSystemdTests {
     let dir = TemporaryDirectory("e2e-ops")
 
-    func tokens(_ range: ClosedRange<Int>, prefix: String = "") -> [String] {
-        range.map { prefix + String(format: "%0\(64 - prefix.count)x", $0) }
-    }
+    let herald = Herald()
 
-    func job(_ name: String, rows: [String], simulator: String = "", ops: String = "", extra: String = "") throws -> String {
-        try dir.write("data/\(name).csv", (["token"] + rows).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 10
-              simulator: { log: ../out/\(name).ndjson\(simulator) }
-            push:
-              template: { aps: { alert: "hello" } }
-            \(ops)
-            \(extra)
-            """)
-    }
-
-    func herald(_ args: [String], environment: [String: String]? = nil) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/", environment: environment)
+    /// A job sending `rows` (one token a row) from data/<name>.csv.
+    func job(_ name: String, rows: [String], _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name, tokens: rows) {
+            $0.apns.streamsPerConnection = 10
+            configure(&$0)
+        }.write(in: dir)
     }
 
     /// A start ping, then the end ping named by the exit code (CronPingTableTests has every row),
@@ -43,8 +28,8 @@ import Glibc
         defer { monitor.stop() }
         let check = "\(monitor.url)/ping/5b7e4c1a"
 
-        let ok = try job("ping-ok", rows: tokens(1...5), ops: "ops: { ping_url: \(check) }")
-        var r = try herald(["run", ok])
+        let ok = try job("ping-ok", rows: tokens(1...5)) { $0.ops.pingURL = check }
+        var r = try herald.run(ok)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         var got = monitor.requests
         #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a"])
@@ -52,17 +37,20 @@ import Glibc
         #expect(got.last?.body.contains("5 sent") == true && got.last?.body.contains("result    finished") == true, "\(got.last?.body ?? "")")
 
         // Exit 3 (every answer a fatal one), with the URL given on the command line instead.
-        let fatal = try job("ping-fatal", rows: tokens(1...20, prefix: "a"), simulator: ", answers: [{ prefix: \"a\", reason: BadTopic }]")
-        r = try herald(["run", fatal, "--ping-url", check + "/"])
+        let fatal = try job("ping-fatal", rows: tokens(1...20, prefix: "a")) { $0.apns.simulator.answers = [("a", "BadTopic")] }
+        r = try herald.run(fatal, ["--ping-url", check + "/"])
         #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
         got = Array(monitor.requests.dropFirst(2))
         #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/3"])
         #expect(got.last?.body.contains("BadTopic") == true, "the end ping says why: \(got.last?.body ?? "")")
 
         // Exit 4 (retries exhausted): incomplete, recorded without changing the check.
-        let retries = try job("ping-retries", rows: tokens(1...3, prefix: "f1a4"), simulator: ", flaky: [{ prefix: f1a4, count: 5, status: 503 }]",
-                              ops: "ops: { ping_url: \(check) }", extra: "retry: { max_attempts: 1 }")
-        r = try herald(["run", retries])
+        let retries = try job("ping-retries", rows: tokens(1...3, prefix: "f1a4")) {
+            $0.apns.simulator.flaky = [.init(prefix: "f1a4", count: 5, status: 503)]
+            $0.ops.pingURL = check
+            $0.retry.maxAttempts = 1
+        }
+        r = try herald.run(retries)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         got = Array(monitor.requests.dropFirst(4))
         #expect(got.map(\.path) == ["/ping/5b7e4c1a/start", "/ping/5b7e4c1a/log"])
@@ -84,8 +72,8 @@ import Glibc
         let monitor = try HTTPReceiver(answer: answer)
         defer { monitor.stop() }
         let name = answer == .hang ? "ping-hang" : "ping-500"
-        let path = try job(name, rows: tokens(1...5), ops: "ops: { ping_url: \(monitor.url)/secret-check-id, ping_timeout: 1s }")
-        let r = try herald(["run", path])
+        let path = try job(name, rows: tokens(1...5)) { $0.ops.pingURL = "\(monitor.url)/secret-check-id"; $0.ops.pingTimeout = "1s" }
+        let r = try herald.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/\(name).ndjson")) == 5, "every recipient sent")
         let paths = monitor.requests.map(\.path)
@@ -96,14 +84,14 @@ import Glibc
     }
 
     @Test func aPingURLThatIsNotHTTPIsAConfigurationError() throws {
-        let path = try job("ping-bad", rows: tokens(1...2), ops: "ops: { ping_url: \"ftp://example.com/x\" }")
-        let r = try herald(["run", path])
+        let path = try job("ping-bad", rows: tokens(1...2)) { $0.ops.pingURL = "ftp://example.com/x" }
+        let r = try herald.run(path)
         #expect(r.status == 2)
         #expect(r.stderr.contains("ops.ping_url") && r.stderr.contains("line"), "\(r.stderr)")
-        let slow = try job("ping-slow", rows: tokens(1...2), ops: "ops: { ping_url: http://127.0.0.1:9/x, ping_timeout: 90s }")
-        let t = try herald(["run", slow])
+        let slow = try job("ping-slow", rows: tokens(1...2)) { $0.ops.pingURL = "http://127.0.0.1:9/x"; $0.ops.pingTimeout = "90s" }
+        let t = try herald.run(slow)
         #expect(t.status == 2 && t.stderr.contains("ops.ping_timeout must be from 1s to 60s"), "\(t.stderr)")
-        let flag = try herald(["run", path, "--ping-url", "hc-ping.com/x"])
+        let flag = try herald.run(path, ["--ping-url", "hc-ping.com/x"])
         #expect(flag.status == 2 && flag.stderr.contains("--ping-url must be an http:// or https:// URL"), "\(flag.stderr)")
     }
 
@@ -112,8 +100,8 @@ import Glibc
         let socketPath = dir.file("notify.sock")
         let receiver = try DatagramReceiver(path: socketPath)
         defer { receiver.close() }
-        let path = try job("notify", rows: tokens(1...1000), simulator: ", latency_ms: 50")
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path, "--progress", "never"], environment: ["NOTIFY_SOCKET": socketPath])
+        let path = try job("notify", rows: tokens(1...1000)) { $0.apns.simulator.latencyMs = 50 }
+        let p = try herald.start(["run", path.path, "--progress", "never"], environment: ["NOTIFY_SOCKET": socketPath])
         let ready = try #require(receiver.wait(timeout: 30) { $0.contains("READY=1") }, "READY=1 arrives")
         #expect(ready.contains("STATUS=sending"))
         let status = receiver.wait(timeout: 10) { $0.hasPrefix("STATUS=") && $0.contains("sent") }
@@ -129,13 +117,11 @@ import Glibc
     /// A rerun of a finished campaign has nothing to send: READY=1 still comes, once, at the end.
     @Test func aRunWithNothingDueStillSaysReady() throws {
         let path = try job("notify-done", rows: tokens(1...3))
-        #expect(try herald(["run", path]).status == 0)
+        #expect(try herald.run(path).status == 0)
         let socketPath = dir.file("notify-done.sock")
         let receiver = try DatagramReceiver(path: socketPath)
         defer { receiver.close() }
-        var env = ProcessInfo.processInfo.environment
-        env["NOTIFY_SOCKET"] = socketPath
-        let r = try herald(["run", path], environment: env)
+        let r = try herald.run(path, environment: ["NOTIFY_SOCKET": socketPath])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let ready = receiver.wait(timeout: 5) { $0.contains("READY=1") }
         #expect(ready?.contains("STATUS=campaign notify-done already finished") == true, "\(receiver.all)")
@@ -150,16 +136,12 @@ import Glibc
         let receiver = try DatagramReceiver(path: dir.file("notify.sock"))
         defer { receiver.close() }
         for value in [nil, "", "notify.sock"] as [String?] {
-            var env = ProcessInfo.processInfo.environment
-            env["NOTIFY_SOCKET"] = value
-            let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path, "--new-run"], cwd: dir.path, environment: env)
+            let r = try herald.run(path, ["--new-run"], environment: ["NOTIFY_SOCKET": value], cwd: dir.path)
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         }
         #expect(receiver.wait(timeout: 1) { _ in true } == nil, "nothing reached the socket: \(receiver.all)")
         // The same socket by its absolute path gets READY=1: the receiver can hear a notifier.
-        var env = ProcessInfo.processInfo.environment
-        env["NOTIFY_SOCKET"] = dir.file("notify.sock")
-        #expect(try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path, "--new-run"], cwd: dir.path, environment: env).status == 0)
+        #expect(try herald.run(path, ["--new-run"], environment: ["NOTIFY_SOCKET": dir.file("notify.sock")], cwd: dir.path).status == 0)
         #expect(receiver.wait(timeout: 5) { $0.contains("READY=1") } != nil, "\(receiver.all)")
     }
 }

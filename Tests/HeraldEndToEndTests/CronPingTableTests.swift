@@ -20,17 +20,17 @@ extension CronPingAndSystemdTests {
         defer { monitor.stop() }
 
         // 0: finished.
-        let ok = try job("table-ok", rows: tokens(1...3), ops: "ops: { ping_url: \(monitor.url)/ok }")
-        var r = try herald(["run", ok])
+        let ok = try job("table-ok", rows: tokens(1...3)) { $0.ops.pingURL = "\(monitor.url)/ok" }
+        var r = try herald.run(ok)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(pings(monitor, check: "ok").map(\.path) == ["/ok/start", "/ok"])
 
         // 75: a second run of a campaign that another run is sending.
-        let busy = try job("table-busy", rows: tokens(1...2_000), simulator: ", latency_ms: 50", ops: "ops: { ping_url: \(monitor.url)/holder }")
-        let holder = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", busy, "--progress", "never"])
+        let busy = try job("table-busy", rows: tokens(1...2_000)) { $0.apns.simulator.latencyMs = 50; $0.ops.pingURL = "\(monitor.url)/holder" }
+        let holder = try herald.start(["run", busy.path, "--progress", "never"])
         let sent = RequestLog.wait(for: 20, in: dir.file("out/table-busy.ndjson")) { holder.process.isRunning }
         #expect(sent >= 20 && holder.process.isRunning, "the first run is sending")
-        r = try herald(["run", busy, "--ping-url", "\(monitor.url)/overlap"])
+        r = try herald.run(busy, ["--ping-url", "\(monitor.url)/overlap"])
         #expect(r.status == 75, "\(r.stdout)\(r.stderr)")
         let overlap = pings(monitor, check: "overlap")
         #expect(overlap.map(\.path) == ["/overlap/log"], "no /start, and the run is only recorded")
@@ -44,10 +44,11 @@ extension CronPingAndSystemdTests {
 
         // 4, waiting for a window that opens in two hours (schedule.wait: false).
         let now = Date().timeIntervalSince1970
-        let windowed = try job("table-window", rows: tokens(1...3), ops: "ops: { ping_url: \(monitor.url)/window }", extra: """
-            schedule: { local_time: { from: "\(ScheduleRunTests.hhmm(now + 7_200))", to: "\(ScheduleRunTests.hhmm(now + 9_000))" }, wait: false }
-            """)
-        r = try herald(["run", windowed])
+        let windowed = try job("table-window", rows: tokens(1...3)) {
+            $0.ops.pingURL = "\(monitor.url)/window"
+            $0.schedule = "{ local_time: { from: \"\(ScheduleRunTests.hhmm(now + 7_200))\", to: \"\(ScheduleRunTests.hhmm(now + 9_000))\" }, wait: false }"
+        }
+        r = try herald.run(windowed)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/table-window.ndjson")) == 0, "nothing is due yet")
         let window = pings(monitor, check: "window")
@@ -55,9 +56,9 @@ extension CronPingAndSystemdTests {
         #expect(window.last?.body.contains("schedule.wait: false") == true, "the log entry says why: \(window.last?.body ?? "")")
 
         // 2: an audience without the token column, found once the run holds the lock.
-        let broken = try job("table-usage", rows: tokens(1...3), ops: "ops: { ping_url: \(monitor.url)/usage }")
+        let broken = try job("table-usage", rows: tokens(1...3)) { $0.ops.pingURL = "\(monitor.url)/usage" }
         try dir.write("data/table-usage.csv", "device\n\(tokens(1...1)[0])\n")
-        r = try herald(["run", broken])
+        r = try herald.run(broken)
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(pings(monitor, check: "usage").map(\.path) == ["/usage/start", "/usage/2"])
     }

@@ -13,33 +13,21 @@ import Glibc
     let dir = TemporaryDirectory("e2e-events")
     static let secret = "Bearer s3cret-events-token"
 
-    func tokens(_ range: ClosedRange<Int>) -> [String] { range.map { String(format: "%064x", $0) } }
+    /// The runs see the events header's secret in EVENTS_TOKEN.
+    let herald = Herald(environment: ["EVENTS_TOKEN": DeliveryEventsTests.secret])
+    /// Without it.
+    let heraldWithoutSecret = Herald()
 
     /// Tokens from 0x1000 to 0x1fff are answered 410 Unregistered.
-    func job(_ name: String, count: Int, events: String, latencyMs: Int = 0) throws -> String {
-        try dir.write("data/\(name).csv", (["token,user"] + tokens(1...count).enumerated().map { "\($1),user-\($0 + 1)" }).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv], id_field: user }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 2
-              streams_per_connection: 50
-              simulator:
-                log: ../out/\(name).ndjson
-                unregistered_prefixes: ["\(String(repeating: "0", count: 60))1"]
-                latency_ms: \(latencyMs)
-            push:
-              template: { aps: { alert: "hello" } }
-            events: \(events)
-            """)
-    }
-
-    func herald(_ args: [String], secret: Bool = true) throws -> ProcessRunner.Result {
-        var env = ProcessInfo.processInfo.environment
-        if secret { env["EVENTS_TOKEN"] = Self.secret }
-        return try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/", environment: env)
+    func job(_ name: String, count: Int, events: String, latencyMs: Int = 0) throws -> JobFile {
+        try TestJob(name, rows: ["token,user"] + tokens(1...count).enumerated().map { "\($1),user-\($0 + 1)" }) {
+            $0.audience.idField = "user"
+            $0.apns.connections = 2
+            $0.apns.streamsPerConnection = 50
+            $0.apns.simulator.unregisteredPrefixes = [String(repeating: "0", count: 60) + "1"]
+            $0.apns.simulator.latencyMs = latencyMs
+            $0.events = events
+        }.write(in: dir)
     }
 
     /// Each token's final status and HTTP status, from deliveries.ndjson.
@@ -94,9 +82,7 @@ import Glibc
             """, latencyMs: 5)
         let log = dir.file("out/\(name).ndjson")
 
-        var env = ProcessInfo.processInfo.environment
-        env["EVENTS_TOKEN"] = Self.secret
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path], environment: env)
+        let p = try herald.start(["run", path.path])
         let seen = RequestLog.wait(for: 5_000, in: log) { p.process.isRunning }
         waitUntil(timeout: 30) { receiver.requests.count >= 6 || !p.process.isRunning }
         p.kill9()
@@ -104,8 +90,8 @@ import Glibc
         let beforeRerun = receiver.requests.count
         #expect(beforeRerun >= 6, "events flowed while sending: \(beforeRerun) batches")
 
-        var r = try herald(["run", path])
-        if r.status == 4 { r = try herald(["run", path]) }
+        var r = try herald.run(path)
+        if r.status == 4 { r = try herald.run(path) }
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let truth = try outcomes(name)
         #expect(truth.count == 12_000)
@@ -124,7 +110,7 @@ import Glibc
         let url = try #require((summary["events"] as? [String: Any])?["url"] as? [String: Any], "\(summary)")
         #expect(url["waiting"] as? Int == 0 && (url["failed_attempts"] as? Int ?? 0) > 0 && url["error"] is NSNull, "\(url)")
         #expect(r.stdout.contains("events    url "), "\(r.stdout)")
-        let status = try herald(["status", path])
+        let status = try herald(["status", path.path])
         #expect(status.stdout.contains("events    url ") && status.stdout.contains(" 0 waiting in the outbox"), "\(status.stdout)")
         #expect(!(r.stdout + r.stderr + status.stdout).contains("s3cret"), "the header's value is never shown")
     }
@@ -137,7 +123,7 @@ import Glibc
         defer { receiver.stop() }
         let name = "events-401"
         let path = try job(name, count: 400, events: "{ url: \"\(receiver.url)/e\", batch: 100, flush: 1s, headers_env: { Authorization: EVENTS_TOKEN } }")
-        let r = try herald(["run", path])
+        let r = try herald.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/\(name).ndjson")) == 400, "every recipient sent")
         #expect(receiver.requests.count == 1, "a 4xx is not tried again in the run: \(receiver.requests.count)")
@@ -147,16 +133,16 @@ import Glibc
                 "the result line says what still waits: \(r.stdout)")
         let url = try #require((try JSON.object(dir.file("reports/\(name)/summary.json"))["events"] as? [String: Any])?["url"] as? [String: Any])
         #expect(url["delivered"] as? Int == 0 && url["waiting"] as? Int == 400 && (url["error"] as? String)?.contains("401") == true, "\(url)")
-        var status = try herald(["status", path])
+        var status = try herald(["status", path.path])
         #expect(status.stdout.contains("events    url 0 delivered, 400 waiting in the outbox"), "\(status.stdout)")
 
         receiver.answer = .status(204)
-        let again = try herald(["run", path])
+        let again = try herald.run(path)
         #expect(again.status == 0 && again.stdout.contains("already finished"), "\(again.stdout)\(again.stderr)")
         #expect(again.stdout.contains("url 400 delivered, 0 waiting"), "\(again.stdout)")
         #expect(!again.stdout.contains("still waiting in the outbox"), "\(again.stdout)")
         expectEveryOutcome(try Self.events(in: Array(receiver.requests.dropFirst())), match: try outcomes(name), campaign: name)
-        status = try herald(["status", path])
+        status = try herald(["status", path.path])
         #expect(status.stdout.contains("events    url 400 delivered, 0 waiting in the outbox"), "\(status.stdout)")
         #expect(!(r.stdout + r.stderr + again.stdout + again.stderr).contains("s3cret"))
     }
@@ -167,7 +153,7 @@ import Glibc
         defer { receiver.stop() }
         receiver.body = "token \(Self.secret) is not allowed"
         let path = try job("events-403", count: 10, events: "{ url: \"\(receiver.url)/e\", flush: 1s, headers_env: { Authorization: EVENTS_TOKEN } }")
-        let r = try herald(["run", path])
+        let r = try herald.run(path)
         #expect(r.status == 0)
         #expect(r.stderr.contains("answered HTTP 403: token [redacted] is not allowed"), "\(r.stderr)")
         #expect(!(r.stdout + r.stderr).contains("s3cret"))
@@ -184,7 +170,7 @@ import Glibc
         let path = try job(name, count: 2_000, events: """
             { url: "\(receiver.url)/e", file: ../out/\(name)-events.ndjson, batch: 500, flush: 1s, timeout: 1s }
             """)
-        let r = try herald(["run", path], secret: false)
+        let r = try heraldWithoutSecret.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/\(name).ndjson")) == 2_000, "every recipient sent")
         #expect(r.stdout.contains("url 0 delivered, 2,000 waiting") && r.stdout.contains("file 2,000 delivered, 0 waiting"), "\(r.stdout)")
@@ -196,7 +182,7 @@ import Glibc
         #expect(mode == 0o600, "events carry tokens: owner only")
 
         receiver.answer = .status(200)
-        let again = try herald(["run", path], secret: false)
+        let again = try heraldWithoutSecret.run(path)
         #expect(again.stdout.contains("url 2,000 delivered, 0 waiting") && again.stdout.contains("file 0 delivered, 0 waiting"), "\(again.stdout)")
         #expect(try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").count == 2_000, "the file is not written twice")
     }
@@ -204,7 +190,7 @@ import Glibc
     /// The header's variable must be set: exit 2 before anything is sent, naming header and variable.
     @Test func aMissingHeaderVariableIsAConfigurationError() throws {
         let path = try job("events-env", count: 5, events: "{ url: \"http://127.0.0.1:9/e\", headers_env: { Authorization: EVENTS_TOKEN } }")
-        let r = try herald(["run", path], secret: false)
+        let r = try heraldWithoutSecret.run(path)
         #expect(r.status == 2)
         #expect(r.stderr.contains("events.headers_env.Authorization: the environment variable EVENTS_TOKEN is not set"), "\(r.stderr)")
         #expect(RequestLog.lineCount(dir.file("out/events-env.ndjson")) == 0)

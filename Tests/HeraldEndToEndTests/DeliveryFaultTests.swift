@@ -10,23 +10,16 @@ import Testing
 
     static func token(_ i: Int, prefix: String = "") -> String { prefix + String(format: "%0\(64 - prefix.count)x", i) }
 
-    func run(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+    let herald = Herald()
 
-    func writeJob(_ name: String, tokens: [String], connections: Int = 2, streams: Int = 50, simulator: String, extra: String = "") throws -> String {
-        try dir.writeGzip("data/\(name).csv.gz", (["token"] + tokens).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv.gz] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: \(connections)
-              streams_per_connection: \(streams)
-              simulator: { log: ../out/\(name).ndjson, \(simulator) }
-            push:
-              template: { aps: { alert: "hello" } }
-            \(extra)
-            """)
+    /// A job sending `tokens` from data/<name>.csv.gz over `connections` × `streams`.
+    func writeJob(_ name: String, tokens: [String], connections: Int = 2, streams: Int = 50,
+                  _ configure: (inout TestJob) -> Void) throws -> JobFile {
+        try TestJob(name, tokens: tokens, gzip: true) {
+            $0.apns.connections = connections
+            $0.apns.streamsPerConnection = streams
+            configure(&$0)
+        }.write(in: dir)
     }
 
     struct Entry {
@@ -83,9 +76,15 @@ import Testing
     func underFaultsEveryValidTokenIsSentExactlyOnce(connectionFault: String) throws {
         let name = (connectionFault.hasPrefix("goaway") ? "faults-goaway-" : "faults-reset-")
         let tokens = (1...1_500).map { Self.token($0) }
-        let job = try writeJob(name, tokens: tokens, simulator: "p503: 0.02, p429: 0.01, seed: 11, latency_jitter_ms: 3, \(connectionFault)",
-                               extra: "retry: { max_attempts: 12 }")
-        let r = try run(["run", job])
+        let job = try writeJob(name, tokens: tokens) {
+            $0.apns.simulator.p503 = 0.02
+            $0.apns.simulator.p429 = 0.01
+            $0.apns.simulator.seed = 11
+            $0.apns.simulator.latencyJitterMs = 3
+            if connectionFault == "goaway_after: 150" { $0.apns.simulator.goawayAfter = 150 } else { $0.apns.simulator.closeAfter = 200 }
+            $0.retry.maxAttempts = 12
+        }
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let entries = try log(name)
         expectEachSentOnce(entries, tokens: tokens)
@@ -102,8 +101,8 @@ import Testing
     @Test func mostlyBadTokensStopTheRunAsAnEnvironmentMismatch() throws {
         // 3 of 4 tokens answer BadDeviceToken: the app build is for the other environment.
         let tokens = (1...400).map { Self.token($0, prefix: $0 % 4 == 0 ? "" : "badd") }
-        let job = try writeJob("envguard", tokens: tokens, connections: 1, streams: 20, simulator: "bad_token_prefixes: [badd]")
-        let r = try run(["run", job])
+        let job = try writeJob("envguard", tokens: tokens, connections: 1, streams: 20) { $0.apns.simulator.badTokenPrefixes = ["badd"] }
+        let r = try herald.run(job)
         #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
         #expect((r.stdout + r.stderr).contains("sandbox/production or topic mismatch?"), "\(r.stdout)\(r.stderr)")
         let sentRequests = try log("envguard").count
@@ -113,8 +112,8 @@ import Testing
         #expect((counts["pending"] as? Int ?? 0) + (counts["sent"] as? Int ?? 0) == 400)
 
         // The fixed configuration (here: the simulator accepts them) sends to everyone left.
-        let fixed = try writeJob("envguard", tokens: tokens, connections: 1, streams: 20, simulator: "seed: 1")
-        let r2 = try run(["run", fixed])
+        let fixed = try writeJob("envguard", tokens: tokens, connections: 1, streams: 20) { $0.apns.simulator.seed = 1 }
+        let r2 = try herald.run(fixed)
         #expect(r2.status == 0, "\(r2.stdout)\(r2.stderr)")
         expectEachSentOnce(try log("envguard"), tokens: tokens, streams: 20, rejectionsAllowed: true)
     }
@@ -126,8 +125,8 @@ import Testing
         let tokens = (1...1_200).map { Self.token($0) }
         // 2 × 3 streams at 15 ms per answer: at most ~400/s, so the run lasts 3 s or more.
         let name = "expired-"
-        let job = try writeJob(name, tokens: tokens, connections: 2, streams: 3, simulator: "jwt_max_age: 1s, latency_ms: 15")
-        let r = try run(["run", job])
+        let job = try writeJob(name, tokens: tokens, connections: 2, streams: 3) { $0.apns.simulator.jwtMaxAge = "1s"; $0.apns.simulator.latencyMs = 15 }
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let entries = try log(name)
         let expired = entries.filter { $0.reason == "ExpiredProviderToken" }
@@ -146,10 +145,13 @@ import Testing
     /// (pending), none failed: the next run tries them again.
     @Test func retriesExhaustedByMaxElapsedLeaveRecipientsRetryableWithExit4() throws {
         let tokens = (1...20).map { Self.token($0) }
-        let job = try writeJob("elapsed", tokens: tokens, connections: 1, streams: 10, simulator: "p503: 1.0",
-                               extra: "retry: { max_attempts: 50, max_elapsed: 3s }")
+        let job = try writeJob("elapsed", tokens: tokens, connections: 1, streams: 10) {
+            $0.apns.simulator.p503 = 1.0
+            $0.retry.maxAttempts = 50
+            $0.retry.maxElapsed = "3s"
+        }
         let started = Date()
-        let r = try run(["run", job])
+        let r = try herald.run(job)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         #expect(Date().timeIntervalSince(started) < 30)
         #expect(r.stderr.contains("retry.max_elapsed"), "\(r.stderr)")
@@ -162,26 +164,17 @@ import Testing
     /// An abort reason from a separate `herald sim`: the topic belongs to another app.
     @Test func topicDisallowedAbortsWithExitThreeAndPutsRecipientsBack() throws {
         let key = TestKey()
-        let pub = try dir.write("sim/pub.pem", key.publicKeyPEM)
-        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
-            "sim", "--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub,
-            "--bundle-id", "com.example.app", "--ca-out", dir.file("sim/ca.pem"), "--log", dir.file("sim/requests.ndjson"),
-        ])
-        defer { _ = sim.stop() }
-        let url = String(try sim.waitForLine(prefix: "listening on ").dropFirst("listening on ".count))
-        try dir.write("data/t.csv", (["token"] + (1...60).map { Self.token($0) }).joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/topic.yaml", """
-            campaign: topic-abort
-            audience: { files: [../data/t.csv] }
-            apns:
-              endpoint: production
-              topic: com.example.other
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-              streams_per_connection: 5
-            push:
-              template: { aps: { alert: "hello" } }
-            """)
-        let r = try run(["run", job, "--endpoint", url, "--ca-file", dir.file("sim/ca.pem")])
+        let sim = try SimulatorProcess(in: dir, trusting: key)
+        defer { sim.stop() }
+        let keyFile = try key.writeP8(in: dir)
+        let job = try TestJob("topic", tokens: (1...60).map { Self.token($0) }) {
+            $0.campaign = "topic-abort"
+            $0.apns.endpoint = "production"
+            $0.apns.topic = "com.example.other"
+            $0.apns.keyFile = keyFile
+            $0.apns.streamsPerConnection = 5
+        }.write(in: dir)
+        let r = try herald.run(job, sim.endpointArguments)
         #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("TopicDisallowed"), "\(r.stderr)")
         let requests = try String(contentsOfFile: dir.file("sim/requests.ndjson"), encoding: .utf8).split(separator: "\n").count

@@ -22,7 +22,7 @@ extension DeliveryEventsTests {
         let names = ["events-shared-a", "events-shared-b"]
         let runs = try names.map { name in
             let path = try job(name, count: 1_500, events: "{ file: ../out/shared-events.ndjson, batch: 100, flush: 1s, timeout: 2m }")
-            return try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path, "--progress", "never"])
+            return try heraldWithoutSecret.start(["run", path.path, "--progress", "never"])
         }
         for (name, run) in zip(names, runs) {
             #expect(RequestLog.wait(for: 1_500, in: dir.file("out/\(name).ndjson")) { run.process.isRunning } == 1_500, "\(name) sent everything")

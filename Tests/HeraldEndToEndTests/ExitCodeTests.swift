@@ -19,34 +19,20 @@ import Testing
 @Suite(.serialized) struct ExitCodeTests {
     let dir = TemporaryDirectory("e2e-exit")
 
-    func tokens(_ range: ClosedRange<Int>, prefix: String = "") -> [String] {
-        range.map { prefix + String(format: "%0\(64 - prefix.count)x", $0) }
-    }
+    let herald = Herald()
 
-    func job(_ name: String, rows: [String], streams: Int = 10, apns: String = "", extra: String = "") throws -> String {
-        try dir.write("data/\(name).csv", (["token"] + rows).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: \(streams)
-            \(apns.isEmpty ? "  simulator: { log: ../out/\(name).ndjson }" : apns)
-            push:
-              template: { aps: { alert: "hello" } }
-            \(extra)
-            """)
-    }
-
-    func herald(_ args: [String], environment: [String: String]? = nil) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/", environment: environment)
+    /// A job sending `rows` (one token a row) from data/<name>.csv on `streams` streams.
+    func job(_ name: String, rows: [String], streams: Int = 10, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name, tokens: rows) {
+            $0.apns.streamsPerConnection = streams
+            configure(&$0)
+        }.write(in: dir)
     }
 
     func sent(_ name: String) -> Int { RequestLog.lineCount(dir.file("out/\(name).ndjson")) }
 
     @Test func exit0Finished() throws {
-        let r = try herald(["run", try job("ok", rows: tokens(1...5))])
+        let r = try herald.run(try job("ok", rows: tokens(1...5)))
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(sent("ok") == 5)
         let help = try herald(["--help"])
@@ -61,17 +47,17 @@ import Testing
             ["frobnicate"],                                  // unknown command
             ["--no-such-flag"],
             ["run"],                                         // missing job argument
-            ["run", path, "--no-such-flag"],
-            ["run", path, "--progress", "sometimes"],
-            ["run", path, "--log-format", "xml"],
-            ["run", path, "--log-level", "loud"],
-            ["run", path, "--shard", "4/4"],
-            ["run", path, "--metrics-interval", "0s"],
+            ["run", path.path, "--no-such-flag"],
+            ["run", path.path, "--progress", "sometimes"],
+            ["run", path.path, "--log-format", "xml"],
+            ["run", path.path, "--log-level", "loud"],
+            ["run", path.path, "--shard", "4/4"],
+            ["run", path.path, "--metrics-interval", "0s"],
             ["status"],
-            ["status", path, "--bogus"],
+            ["status", path.path, "--bogus"],
             ["validate"],
-            ["validate", path, "--bogus"],
-            ["preview", path, "-n", "many"],
+            ["validate", path.path, "--bogus"],
+            ["preview", path.path, "-n", "many"],
             ["sim", "--port", "not-a-port"],
         ]
         for args in cases {
@@ -80,16 +66,13 @@ import Testing
             #expect(r.stderr.contains("Error:") || r.stderr.contains("error:"), "\(args): \(r.stderr)")
         }
         // Half of a Kubernetes Indexed Job's shard environment is a usage error too, before anything is read.
-        var env = ProcessInfo.processInfo.environment
-        env["JOB_COMPLETION_INDEX"] = "1"
-        env.removeValue(forKey: "HERALD_SHARD_COUNT")
-        let half = try herald(["run", path], environment: env)
+        let half = try herald.run(path, environment: ["JOB_COMPLETION_INDEX": "1", "HERALD_SHARD_COUNT": nil])
         #expect(half.status == 2 && half.stderr.contains("HERALD_SHARD_COUNT"), "\(half.stderr)")
         #expect(sent("usage") == 0)
     }
 
     @Test func exit2Configuration() throws {
-        let r = try herald(["run", try job("config", rows: tokens(1...2), extra: "retry: { max_attempts: 0 }")])
+        let r = try herald.run(try job("config", rows: tokens(1...2)) { $0.retry.maxAttempts = 0 })
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("config.yaml") && r.stderr.contains("max_attempts"), "\(r.stderr)")
         #expect(sent("config") == 0)
@@ -98,7 +81,7 @@ import Testing
     @Test func exit2Audience() throws {
         let path = try job("audience", rows: tokens(1...2))
         try dir.write("data/audience.csv", "id,name\n1,no token column\n")
-        let r = try herald(["run", path])
+        let r = try herald.run(path)
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("audience.csv"), "\(r.stderr)")
         #expect(sent("audience") == 0)
@@ -107,19 +90,12 @@ import Testing
     /// A provider token the server rejects (signed with a key it does not know): 403 InvalidProviderToken.
     @Test func exit3FatalAPNsError() throws {
         let trusted = TestKey()
-        let pub = try dir.write("sim/pub.pem", trusted.publicKeyPEM)
         try FileManager.default.createDirectory(atPath: dir.file("out"), withIntermediateDirectories: true)
-        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
-            "sim", "--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub,
-            "--bundle-id", "com.example.app", "--ca-out", dir.file("sim/ca.pem"), "--log", dir.file("out/fatal.ndjson"),
-        ])
-        defer { _ = sim.stop() }
-        let url = String(try sim.waitForLine(prefix: "listening on ").dropFirst("listening on ".count))
+        let sim = try SimulatorProcess(in: dir, trusting: trusted, log: dir.file("out/fatal.ndjson"))
+        defer { sim.stop() }
         let other = try TestKey().writeP8(in: dir)
-        let path = try job("fatal", rows: tokens(1...20), apns: """
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(other) }
-            """)
-        let r = try herald(["run", path, "--endpoint", url, "--ca-file", dir.file("sim/ca.pem")])
+        let path = try job("fatal", rows: tokens(1...20)) { $0.apns.endpoint = "production"; $0.apns.keyFile = other }
+        let r = try herald.run(path, sim.endpointArguments)
         #expect(r.status == 3, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("InvalidProviderToken"), "\(r.stderr)")
         #expect(sent("fatal") <= 10, "stopped after the first window")
@@ -128,22 +104,19 @@ import Testing
     /// Tokens that keep answering 503 beyond retry.max_attempts stay retryable: exit 4, rerun later.
     @Test func exit4RetriesExhausted() throws {
         let flaky = tokens(1...3, prefix: "f1a4")
-        let path = try job("retries", rows: tokens(1...5) + flaky, apns: """
-              simulator:
-                log: ../out/retries.ndjson
-                flaky: [{ prefix: f1a4, count: 5, status: 503 }]
-            """, extra: "retry: { max_attempts: 1 }")
-        let r = try herald(["run", path])
+        let path = try job("retries", rows: tokens(1...5) + flaky) {
+            $0.apns.simulator.flaky = [.init(prefix: "f1a4", count: 5, status: 503)]
+            $0.retry.maxAttempts = 1
+        }
+        let r = try herald.run(path)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("3 recipient(s) still retryable"), "\(r.stderr)")
         #expect(sent("retries") == 8, "each token tried once")
     }
 
     @Test func exit4Signal() throws {
-        let path = try job("signal", rows: tokens(1...200), streams: 1, apns: """
-              simulator: { log: ../out/signal.ndjson, latency_ms: 50 }
-            """)
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path])
+        let path = try job("signal", rows: tokens(1...200), streams: 1) { $0.apns.simulator.latencyMs = 50 }
+        let p = try herald.start(["run", path.path])
         _ = RequestLog.wait(for: 3, in: dir.file("out/signal.ndjson")) { p.process.isRunning }
         kill(p.pid, SIGTERM)
         p.process.waitUntilExit()
@@ -152,7 +125,7 @@ import Testing
     }
 
     @Test func exit5TooManyInvalidRows() throws {
-        let r = try herald(["run", try job("invalid", rows: tokens(1...10) + ["nothex", "abc"])])
+        let r = try herald.run(try job("invalid", rows: tokens(1...10) + ["nothex", "abc"]))
         #expect(r.status == 5, "\(r.stdout)\(r.stderr)")
         #expect(sent("invalid") == 0)
     }
@@ -164,7 +137,7 @@ import Testing
         let fd = open(dir.file("state/locked.sqlite.lock"), O_CREAT | O_RDWR, 0o600)
         #expect(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
         defer { close(fd) }
-        let r = try herald(["run", path])
+        let r = try herald.run(path)
         #expect(r.status == 75, "\(r.stdout)\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("state/locked.sqlite")), "the state file was not touched")
         #expect(sent("locked") == 0)

@@ -9,21 +9,18 @@ import Testing
     let dir = TemporaryDirectory("e2e-caps")
     static let count = 2_000
 
-    func job(_ name: String, overCap: String = "skip") throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/audience.csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 20
-              simulator: { log: ../out/\(name).ndjson, latency_ms: 2 }
-            push:
-              template: { aps: { alert: "\(name)" } }
-            throttle:
-              frequency_cap: { category: marketing, limits: [{ max: 1, per: 24h }], over_cap: \(overCap) }
-            state: ../state/\(name).sqlite
-            """)
+    let herald = Herald()
+
+    /// One of the category's campaigns, all reading data/audience.csv and sharing the state directory.
+    func job(_ name: String, overCap: String = "skip") throws -> JobFile {
+        try TestJob(name) {
+            $0.audience.files = ["../data/audience.csv"]
+            $0.apns.streamsPerConnection = 20
+            $0.apns.simulator.latencyMs = 2
+            $0.push.template = "{ aps: { alert: \"\(name)\" } }"
+            $0.throttle.frequencyCap = "{ category: marketing, limits: [{ max: 1, per: 24h }], over_cap: \(overCap) }"
+            $0.state.file = "../state/\(name).sqlite"
+        }.write(in: dir)
     }
 
     func tokens(in log: String) throws -> [String] {
@@ -40,10 +37,10 @@ import Testing
         let a = try job("spring-sale"), b = try job("weekly-news")
         // The overlap is made certain: the first run holds right after its first batch took its
         // slots (before those pushes leave) while the second runs whole, then goes on.
-        let env = ["HERALD_TEST_STALL_AT": "ledger:1", "HERALD_TEST_RELEASE_FILE": dir.file("release-spring-sale")]
-        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", a], watch: .stderr, environment: env)
+        let env: [String: String?] = ["HERALD_TEST_STALL_AT": "ledger:1", "HERALD_TEST_RELEASE_FILE": dir.file("release-spring-sale")]
+        let first = try herald.start(["run", a.path], watch: .stderr, environment: env)
         _ = try first.waitForLine(containing: "herald-test: held at ledger:1")
-        let second = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", b], cwd: "/")
+        let second = try herald.run(b)
         try dir.write("release-spring-sale", "")
         first.process.waitUntilExit()
         #expect(first.process.terminationStatus == 0 && second.status == 0, "\(second.stdout)\(second.stderr)")
@@ -59,13 +56,13 @@ import Testing
 
         // A third campaign of the category the same day: nobody has room; with `defer` it waits (exit 4).
         let c = try job("flash", overCap: "defer")
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", c], cwd: "/")
+        let r = try herald.run(c)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("\(Self.count) recipient(s) wait for a frequency-cap slot; the next are due at "), "\(r.stderr)")
         #expect(try tokens(in: "flash").isEmpty)
-        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", c], cwd: "/")
+        let status = try herald(["status", c.path])
         #expect(status.stdout.contains("waiting   2,000 for a frequency-cap slot; the next due at "), "not their local window: \(status.stdout)")
-        let preview = try ProcessRunner.run(ProcessRunner.heraldBinary, ["preview", c, "-n", "1"], cwd: "/")
+        let preview = try herald(["preview", c.path, "-n", "1"])
         #expect(preview.stdout.contains("capped: 1 push in the last 24h (deferred)"), "\(preview.stdout)")
     }
 }

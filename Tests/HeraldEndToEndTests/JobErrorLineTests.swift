@@ -8,90 +8,72 @@ import Testing
 @Suite struct JobErrorLineTests {
     let dir = TemporaryDirectory("e2e-job-lines")
 
-    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+    let herald = Herald()
 
-    func expectError(_ name: String, _ job: String, _ message: String) throws {
+    /// A job of one recipient (`../a.csv`) with what `configure` sets.
+    func job(_ name: String, _ configure: (inout TestJob) -> Void) throws -> JobFile {
         try dir.write("a.csv", "token\n" + String(repeating: "ab", count: 32) + "\n")
-        let path = try dir.write("jobs/\(name).yaml", job)
+        return try TestJob(name) { $0.audience.files = ["../a.csv"]; configure(&$0) }.write(in: dir)
+    }
+
+    /// `herald validate` and `herald run` both exit 2 saying `message`, given the number of the
+    /// job file's line that holds `line` (nil: no line of the job is named).
+    func expectError(_ job: JobFile, at line: String? = nil, _ message: (Int) -> String) throws {
+        let expected = message(try line.map { try job.line(of: $0) } ?? 0)
         for command in ["validate", "run"] {
-            let r = try herald([command, path])
+            let r = try herald([command, job.path])
             #expect(r.status == 2, "\(command): \(r.stdout)\(r.stderr)")
-            #expect(r.stderr.contains(message), "\(command): \(r.stderr)")
+            #expect(r.stderr.contains(expected), "\(command): \(r.stderr)")
         }
     }
 
     @Test func aLiveActivityRuleNamesTheLineOfItsValue() throws {
-        try expectError("la", """
-            campaign: la
-            audience: { files: [../a.csv] }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              type: liveactivity
-              template:
-                aps:
-                  event: pause
-                  timestamp: 1
-                  content-state: {}
-            """, "la.yaml line 8: push.template: aps.event must be one of start, update, end")
+        let la = try job("la") {
+            $0.push.type = "liveactivity"
+            $0.push.template = "aps:\n  event: pause\n  timestamp: 1\n  content-state: {}"
+        }
+        try expectError(la, at: "event: pause") { "la.yaml line \($0): push.template: aps.event must be one of start, update, end" }
     }
 
     @Test func aRuleAboutAPSAsAWholeNamesTheLineOfAPS() throws {
-        try expectError("silent", """
-            campaign: silent
-            audience: { files: [../a.csv] }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              type: background
-              priority: 5
-              locales:
-                fr:
-                  aps: { content-available: 1, badge: 1 }
-              template: { aps: { content-available: 1 } }
-            """, "silent.yaml line 9: push.locales.fr: a background push must not include")
+        let silent = try job("silent") {
+            $0.push.type = "background"
+            $0.push.priority = "5"
+            $0.push.locales = "fr:\n  aps: { content-available: 1, badge: 1 }"
+            $0.push.template = "{ aps: { content-available: 1 } }"
+        }
+        try expectError(silent, at: "aps: { content-available: 1, badge: 1 }") { "silent.yaml line \($0): push.locales.fr: a background push must not include" }
     }
 
     @Test func aTemplateFileNamesItself() throws {
         try dir.write("jobs/t.json", "{\n  \"aps\": {\n    \"alert\": \"hi\",\n    \"badge\": -1\n  }\n}\n")
-        try expectError("file", """
-            campaign: file
-            audience: { files: [../a.csv] }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push: { template_file: t.json }
-            """, "t.json line 4: push.template: aps.badge must be")
+        let file = try job("file") { $0.push.template = nil; $0.push.templateFile = "t.json" }
+        try expectError(file) { _ in "t.json line 4: push.template: aps.badge must be" }
     }
 
     /// A placeholder whose field is no column of the CSV header, in every template, with no
     /// default: one error naming the field, what uses it and the header, not every row invalid.
     @Test func aTemplateFieldThatIsNoColumnIsOneError() throws {
-        try expectError("column", """
-            campaign: column
-            audience: { files: [../a.csv] }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              template: { aps: { alert: "Hi {{first_name}}", badge: "{{unread:int|0}}" } }
-              locales: { fr: { aps: { alert: "Salut {{first_name}}" } } }
-            """, "a.csv line 1: header has no column \"first_name\" named by push.template at aps.alert, a placeholder with no default (columns: token)")
+        let column = try job("column") {
+            $0.push.template = #"{ aps: { alert: "Hi {{first_name}}", badge: "{{unread:int|0}}" } }"#
+            $0.push.locales = #"{ fr: { aps: { alert: "Salut {{first_name}}" } } }"#
+        }
+        try expectError(column) { _ in "a.csv line 1: header has no column \"first_name\" named by push.template at aps.alert, a placeholder with no default (columns: token)" }
         // Only one locale's template needs it: rows in that locale are invalid, the others go.
         try dir.write("b.csv", "token,locale\n" + String(repeating: "ab", count: 32) + ",de\n" + String(repeating: "cd", count: 32) + ",fr\n")
-        let some = try dir.write("jobs/some.yaml", """
-            campaign: some
-            audience: { files: [../b.csv], locale_field: locale, max_invalid_rows: 1 }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              template: { aps: { alert: "Hi" } }
-              locales: { fr: { aps: { alert: "Salut {{first_name}}" } } }
-            """)
-        let r = try herald(["validate", some])
+        let some = try TestJob("some") {
+            $0.audience.files = ["../b.csv"]
+            $0.audience.localeField = "locale"
+            $0.audience.maxInvalidRows = "1"
+            $0.push.template = #"{ aps: { alert: "Hi" } }"#
+            $0.push.locales = #"{ fr: { aps: { alert: "Salut {{first_name}}" } } }"#
+        }.write(in: dir)
+        let r = try herald(["validate", some.path])
         #expect(r.status == 0 && r.stdout.contains("1 valid") && r.stdout.contains("missing_field 1"), "\(r.stdout)\(r.stderr)")
     }
 
     @Test func aKeyGivenTwiceNamesItsLine() throws {
-        try expectError("twice", """
-            campaign: twice
-            audience: { files: [../a.csv] }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              template: { aps: { alert: "x", alert: "y" } }
-            """, "twice.yaml line 5: not valid YAML: \"alert\" given more than once in one mapping")
+        let twice = try job("twice") { $0.push.template = #"{ aps: { alert: "x", alert: "y" } }"# }
+        try expectError(twice, at: #"alert: "x", alert: "y""#) { "twice.yaml line \($0): not valid YAML: \"alert\" given more than once in one mapping" }
     }
 }

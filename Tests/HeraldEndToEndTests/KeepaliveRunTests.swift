@@ -15,23 +15,19 @@ import Testing
 
     static func token(_ i: Int) -> String { String(format: "%064x", i) }
 
-    func writeJob(key: TestKey) throws -> String {
-        try dir.write("data/a.csv", (["token"] + (1...Self.recipients).map(Self.token)).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/job.yaml", """
-            campaign: keepalive-test
-            audience: { files: [../data/a.csv] }
-            apns:
-              endpoint: production
-              topic: com.example.app
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-              connections: 1
-              streams_per_connection: 10
-              request_timeout: 10m
-              ping_interval: 1s
-              ping_timeout: 1s
-            push:
-              template: { aps: { alert: "hello" } }
-            """)
+    /// Every recipient sent on one connection that PINGs every second.
+    func writeJob(key: TestKey) throws -> JobFile {
+        let keyFile = try key.writeP8(in: dir)
+        return try TestJob("job", tokens: (1...Self.recipients).map(Self.token)) {
+            $0.campaign = "keepalive-test"
+            $0.apns.endpoint = "production"
+            $0.apns.keyFile = keyFile
+            $0.apns.connections = 1
+            $0.apns.streamsPerConnection = 10
+            $0.apns.requestTimeout = "10m"
+            $0.apns.pingInterval = "1s"
+            $0.apns.pingTimeout = "1s"
+        }.write(in: dir)
     }
 
     @Test func aConnectionSwallowedMidRunIsNoticedByPingAndEveryRecipientIsSentOnce() throws {
@@ -47,14 +43,8 @@ import Testing
         let job = try writeJob(key: key)
         let ca = try dir.write("ca.pem", sim.caCertificatePEM)
 
-        let herald = Process()
-        herald.executableURL = URL(fileURLWithPath: ProcessRunner.heraldBinary)
-        herald.arguments = ["run", job, "--endpoint", relay.url, "--ca-file", ca]
-        FileManager.default.createFile(atPath: dir.file("stdout"), contents: nil)
-        FileManager.default.createFile(atPath: dir.file("stderr"), contents: nil)
-        herald.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: dir.file("stdout")))
-        herald.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: dir.file("stderr")))
-        try herald.run()
+        let herald = try Herald().spawn(["run", job.path, "--endpoint", relay.url, "--ca-file", ca],
+                                        stdout: dir.file("stdout"), stderr: dir.file("stderr"))
         // A herald still waiting on the black hole (when the test fails) would wait out its
         // request timeout even when asked to stop.
         defer { if herald.isRunning { kill(herald.processIdentifier, SIGKILL); herald.waitUntilExit() } }

@@ -11,38 +11,36 @@ import Glibc
 @Suite(.serialized) struct LiveActivityRunTests {
     let dir = TemporaryDirectory("e2e-live")
     static let count = 3_000
+    let herald = Herald()
 
     @Test func anAutoTimestampIsTheSameOnEveryResendAfterASigkill() throws {
         var rows = ["token,home,away"]
         for i in 1...Self.count { rows.append(String(format: "%064x,%d,%d", i, i % 5, i % 3)) }
         try dir.write("data/score.csv", rows.joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/score.yaml", """
-            campaign: score
-            audience: { files: [../data/score.csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 1
-              streams_per_connection: 50
-              simulator: { log: ../out/score.ndjson, latency_ms: 2, flaky: [{ prefix: "00000000000000000000000000000000000000000000000000000000000000a", count: 2, status: 503 }] }
-            push:
-              type: liveactivity
-              priority: 10
-              template:
+        let job = try TestJob("score") {
+            $0.audience.files = ["../data/score.csv"]
+            $0.apns.connections = 1
+            $0.apns.streamsPerConnection = 50
+            $0.apns.simulator.latencyMs = 2
+            $0.apns.simulator.flaky = [.init(prefix: "00000000000000000000000000000000000000000000000000000000000000a", count: 2, status: 503)]
+            $0.push.type = "liveactivity"
+            $0.push.priority = "10"
+            $0.push.template = """
                 aps:
                   event: update
                   timestamp: auto
                   content-state: { home: "{{home:int}}", away: "{{away:int}}" }
                   stale-date: 1900000000
-            """)
+                """
+        }.write(in: dir)
         let log = dir.file("out/score.ndjson")
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job])
+        let p = try herald.start(["run", job.path])
         let seen = RequestLog.wait(for: 1_000, in: log) { p.process.isRunning }
         p.kill9()
         #expect(seen >= 1_000 && seen < Self.count, "killed mid-send (\(seen) answered)")
         // A rerun a second or more later would render a later second: the kept payload must not.
         Thread.sleep(forTimeInterval: 1.2)
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job], cwd: "/")
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
 
         var stamps: [String: Set<Int>] = [:]
@@ -74,7 +72,7 @@ import Glibc
     @Test func theExampleJobsAreValid() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         for name in ["live-start", "live-update", "live-end"] {
-            let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["validate", root.appendingPathComponent("jobs/\(name).yaml").path], cwd: "/")
+            let r = try herald(["validate", root.appendingPathComponent("jobs/\(name).yaml").path])
             #expect(r.status == 0 && r.stdout.contains("0 of 12 rows"), "\(name): \(r.stdout)\(r.stderr)")
         }
     }

@@ -14,20 +14,20 @@ private let fuse = Prerequisite(bindfs != nil && geteuid() == 0 && FileManager.d
 @Suite(.serialized) struct NetworkFilesystemTests {
     let dir = TemporaryDirectory("e2e-netfs")
 
-    /// The environment that puts the state directory "on NFS", plus `extra`.
-    func onNFS(_ extra: [String: String] = [:]) -> [String: String] {
-        extra.merging(["HERALD_TEST_FILESYSTEM": dir.file("state") + "=0x6969"]) { a, _ in a }
-    }
+    /// Runs that take the state directory for one on NFS.
+    var onNFS: Herald { Herald(environment: ["HERALD_TEST_FILESYSTEM": dir.file("state") + "=0x6969"]) }
+    /// Runs that take it for what it is.
+    let herald = Herald()
 
-    func job(_ name: String, exclusive: Bool) throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            \(simulatorJobHead(campaign: name, audience: ["../data/audience.csv"]))
-            push:
-              template: { aps: { alert: "\(name)" } }
-            throttle:
-              frequency_cap: { category: marketing, limits: [{ max: 5, per: 24h }] }
-            state: \(exclusive ? "{ file: ../state/\(name).sqlite, network_filesystem: exclusive }" : "../state/\(name).sqlite")
-            """)
+    func job(_ name: String, exclusive: Bool) throws -> JobFile {
+        try TestJob(name) {
+            $0.audience.files = ["../data/audience.csv"]
+            $0.apns.streamsPerConnection = 20
+            $0.push.template = "{ aps: { alert: \"\(name)\" } }"
+            $0.throttle.frequencyCap = "{ category: marketing, limits: [{ max: 5, per: 24h }] }"
+            $0.state.file = "../state/\(name).sqlite"
+            if exclusive { $0.state.networkFilesystem = "exclusive" }
+        }.write(in: dir)
     }
 
     func writeAudience() throws {
@@ -59,51 +59,48 @@ private let fuse = Prerequisite(bindfs != nil && geteuid() == 0 && FileManager.d
     @Test func aStateDirectoryOnANetworkFilesystemIsRefusedBeforeAnythingIsWrittenOrSent() throws {
         try writeAudience()
         let path = try job("refused", exclusive: false)
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path],
-                                      environment: ProcessInfo.processInfo.environment.merging(onNFS()) { _, new in new })
+        let r = try onNFS.run(path)
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("state directory \(dir.file("state")) is on a network filesystem (nfs (f_type 0x6969))"), "\(r.stderr)")
-        #expect(r.stderr.contains("set `state: { network_filesystem: exclusive }` in \(path)"), "\(r.stderr)")
+        #expect(r.stderr.contains("set `state: { network_filesystem: exclusive }` in \(path.path)"), "\(r.stderr)")
         #expect(r.stderr.contains("docs/operations.md#state-on-a-network-filesystem"), "\(r.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("state")), "not even the lock file was made")
         #expect(!FileManager.default.fileExists(atPath: dir.file("out/refused.ndjson")), "nothing was sent")
 
         // The same job on the same disk, not taken for NFS, runs: it was the filesystem that was refused.
-        let local = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let local = try herald.run(path)
         #expect(local.status == 0, "\(local.stdout)\(local.stderr)")
     }
 
     @Test func anExclusiveRunHoldsItsStateFileWithoutSharedMemoryWhileOtherCampaignsShareTheLedger() throws {
         try writeAudience()
         let held = try job("held", exclusive: true), other = try job("other", exclusive: true)
-        let environment = ProcessInfo.processInfo.environment.merging(onNFS()) { _, new in new }
         // The run stops (lock and state file held) right after its first batch of answers is committed.
-        let first = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", held], watch: .stderr,
-                                          environment: onNFS(["HERALD_TEST_STALL_AT": "send:1"]))
+        let first = try onNFS.start(["run", held.path], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "send:1"])
         _ = try first.waitForLine(prefix: "herald-test: stalled")
         let whileHeld = try stateFiles()
         #expect(whileHeld.allSatisfy { !$0.hasSuffix("-shm") }, "\(whileHeld)")
 
         // Another process cannot open the state file while the run holds it.
-        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", held], environment: environment)
+        let status = try onNFS(["status", held.path])
         #expect(status.status == 2, "\(status.stdout)\(status.stderr)")
         #expect(status.stderr.contains("\(dir.file("state/held.sqlite")): another process has this file open"), "\(status.stderr)")
 
         // Another campaign of the directory takes its turns at herald-shared.sqlite (the cap ledger,
         // which the held run has open) and finishes meanwhile: no -shm there either.
-        let second = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", other], environment: environment)
+        let second = try onNFS.run(other)
         #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
         let besideOther = try stateFiles()
         #expect(besideOther.allSatisfy { !$0.hasSuffix("-shm") }, "\(besideOther)")
 
         first.kill9()
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", held], environment: environment)
+        let rerun = try onNFS.run(held)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let sent = try RequestLog.read(dir.file("out/held.ndjson"))
         #expect(sent.count == 300, "every recipient reached once the killed run was resumed")
         // Closed cleanly: the WAL left by the killed run was recovered and removed, and nothing else is left beside the files.
         #expect(try stateFiles() == ["held.sqlite", "held.sqlite.lock", "herald-shared.sqlite", "other.sqlite", "other.sqlite.lock"])
-        let done = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", held], environment: environment)
+        let done = try onNFS(["status", held.path])
         #expect(done.status == 0 && done.stdout.contains("300 sent"), "\(done.stdout)\(done.stderr)")
     }
 
@@ -112,26 +109,25 @@ private let fuse = Prerequisite(bindfs != nil && geteuid() == 0 && FileManager.d
         try fuse.require()
         try writeAudience()
         let mount = try FUSEMount(dir.file("backing"), at: dir.file("state"))
-        let refused = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", try job("fuse", exclusive: false)])
+        let refused = try herald.run(try job("fuse", exclusive: false))
         #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stderr.contains("state directory \(dir.file("state")) is on a network filesystem (fuse (f_type 0x65735546))"),
                 "\(refused.stderr)")
 
         let path = try job("fuse", exclusive: true)
         // While a run holds the files (stopped after its first batch of answers): a WAL, and no -shm.
-        let held = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path], watch: .stderr,
-                                         environment: ["HERALD_TEST_STALL_AT": "send:1"])
+        let held = try herald.start(["run", path.path], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "send:1"])
         _ = try held.waitForLine(prefix: "herald-test: stalled")
         let whileHeld = try FileManager.default.contentsOfDirectory(atPath: dir.file("backing"))
         #expect(whileHeld.contains("fuse.sqlite-wal") && whileHeld.allSatisfy { !$0.hasSuffix("-shm") }, "\(whileHeld)")
         held.kill9()
-        let run = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path])
+        let run = try herald.run(path)
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(try RequestLog.read(dir.file("out/fuse.ndjson")).count == 300)
         // What reached the disk under the mount: the files, no -shm, no WAL or journal left.
         let backing = try FileManager.default.contentsOfDirectory(atPath: dir.file("backing")).sorted()
         #expect(backing == ["fuse.sqlite", "fuse.sqlite.lock", "herald-shared.sqlite"], "\(backing)")
-        let status = try ProcessRunner.run(ProcessRunner.heraldBinary, ["status", path])
+        let status = try herald(["status", path.path])
         #expect(status.status == 0 && status.stdout.contains("300 sent"), "\(status.stdout)\(status.stderr)")
         withExtendedLifetime(mount) {}
     }

@@ -13,36 +13,19 @@ import Testing
     /// `int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big") % 3` for t = token(1)…token(60).
     static let shardOf3 = Array("121210122212212220020200002001002122101222210021201020022212").map { Int(String($0))! }
 
-    func writeJob(_ name: String, rows: [String], simulator: String = "", extra: String = "") throws -> String {
-        try dir.write("data/\(name).csv", (["id,token"] + rows).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv], id_field: id, max_invalid_rows: 100% }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 10
-              simulator: { log: ../out/\(name).ndjson\(simulator) }
-            push:
-              template: { aps: { alert: "hello" } }
-            \(extra)
-            """)
+    let herald = Herald()
+
+    /// A job sending `rows` (`id,token`) from data/<name>.csv, every row counted however messy.
+    func writeJob(_ name: String, rows: [String], _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name, rows: ["id,token"] + rows) {
+            $0.audience.idField = "id"
+            $0.audience.maxInvalidRows = "100%"
+            $0.apns.streamsPerConnection = 10
+            configure(&$0)
+        }.write(in: dir)
     }
 
-    func herald(_ args: [String], environment: [String: String] = [:]) throws -> ProcessRunner.Result {
-        let env = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        return try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/", environment: env)
-    }
-
-    func csv(_ path: String) throws -> [[String: String]] {
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-        let header = lines[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        return lines.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init))) }
-    }
-
-    func summary(_ dir: String) throws -> [String: Any] {
-        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/summary.json"))) as? [String: Any])
-    }
+    func summary(_ dir: String) throws -> [String: Any] { try JSON.object(dir + "/summary.json") }
 
     /// Three shards (two by --shard, one by a Kubernetes Indexed Job's environment) together send
     /// every token exactly once, each only its own share, and every row is reported by one shard.
@@ -52,10 +35,10 @@ import Testing
         rows += ["bad1,xyz", "bad2,", "bad3,123"]           // lines 63-65: rejected rows, shard = line mod 3
         let job = try writeJob("sharded", rows: rows)
         for k in 0..<2 {
-            let r = try herald(["run", job, "--shard", "\(k)/3"])
+            let r = try herald.run(job, ["--shard", "\(k)/3"])
             #expect(r.status == 0, "shard \(k): \(r.stdout)\(r.stderr)")
         }
-        let r = try herald(["run", job], environment: ["JOB_COMPLETION_INDEX": "2", "HERALD_SHARD_COUNT": "3"])
+        let r = try herald.run(job, environment: ["JOB_COMPLETION_INDEX": "2", "HERALD_SHARD_COUNT": "3"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
 
         // The simulator saw each token exactly once over the three runs.
@@ -67,38 +50,38 @@ import Testing
         for k in 0..<3 {
             let reports = dir.file("reports/sharded-shard-\(k)-of-3")
             #expect(FileManager.default.fileExists(atPath: dir.file("state/sharded-shard-\(k)-of-3.sqlite")), "own state file")
-            let tokens = Set(try csv(reports + "/deliveries.csv").map { $0["token"]! })
+            let tokens = Set(try CSV.rows(reports + "/deliveries.csv").map { $0["token"]! })
             let expected = Set((1...60).filter { Self.shardOf3[$0 - 1] == k }.map(Self.token))
             #expect(tokens == expected, "shard \(k) sent exactly its share")
             let s = try summary(reports)
             let counts = try #require(s["counts"] as? [String: Int])
             rowsTotal += counts["rows"] ?? 0
             #expect(counts["duplicates"] == (k == Self.shardOf3[6] ? 1 : 0), "the duplicate counts in its token's shard")
-            let invalid = try csv(reports + "/invalid.csv").map { $0["line"]! }
+            let invalid = try CSV.rows(reports + "/invalid.csv").map { $0["line"]! }
             #expect(invalid.allSatisfy { Int($0)! % 3 == k }, "shard \(k) reports rejected rows at lines ≡ \(k) mod 3: \(invalid)")
             invalidLines += invalid
         }
         #expect(invalidLines.sorted() == ["63", "64", "65"], "each rejected row reported once")
         #expect(rowsTotal == 64, "every row counted by exactly one shard")
         // A shard's lock is its own: the same shard run again is finished, not blocked by the others.
-        let again = try herald(["run", job, "--shard", "1/3"])
+        let again = try herald.run(job, ["--shard", "1/3"])
         #expect(again.status == 0 && again.stdout.contains("already finished"), "\(again.stdout)")
         // Another layout would split tokens differently and resend: refused before anything is read.
         for other in [["--shard", "0/2"], []] {
-            let r = try herald(["run", job] + other)
+            let r = try herald.run(job, other)
             #expect(r.status == 2 && r.stderr.contains("another shard layout"), "\(other): \(r.stderr)")
         }
         #expect(try RequestLog.read(dir.file("out/sharded.ndjson")).count == 60)
-        let status = try herald(["status", job, "--shard", "1/3"])
+        let status = try herald(["status", job.path, "--shard", "1/3"])
         #expect(status.status == 0 && status.stdout.contains("state/sharded-shard-1-of-3.sqlite"), "\(status.stdout)")
     }
 
     @Test func metricsFileIsWrittenAtomicallyWithCountsByStatusAndReason() throws {
         let rows = (1...20).map { "u\($0),\(Self.token($0))" } + ["d1,dead" + String(Self.token(1).dropFirst(4)), "x,nothex"]
-        let job = try writeJob("metrics", rows: rows, simulator: ", unregistered_prefixes: [dead]")
+        let job = try writeJob("metrics", rows: rows) { $0.apns.simulator.unregisteredPrefixes = ["dead"] }
         let prom = dir.file("metrics/herald.prom")
         try FileManager.default.createDirectory(atPath: dir.file("metrics"), withIntermediateDirectories: true)
-        let r = try herald(["run", job, "--metrics-file", prom, "--metrics-interval", "1s"])
+        let r = try herald.run(job, ["--metrics-file", prom, "--metrics-interval", "1s"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let text = try String(contentsOfFile: prom, encoding: .utf8)
         let l = "campaign=\"metrics\""
@@ -128,7 +111,7 @@ import Testing
         let fd = open(dir.file("state/metrics.sqlite.lock"), O_CREAT | O_RDWR, 0o600)
         #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
         defer { close(fd) }
-        let locked = try herald(["run", job, "--metrics-file", prom])
+        let locked = try herald.run(job, ["--metrics-file", prom])
         #expect(locked.status == 75)
         let after = try String(contentsOfFile: prom, encoding: .utf8)
         #expect(after.contains("herald_last_exit_code{\(l)} 75\n"))
@@ -139,9 +122,8 @@ import Testing
     /// tokens cut to 8 hex digits unless --log-sensitive.
     @Test func jsonLogsAreOneObjectPerLineWithProgress() throws {
         let rows = (1...40).map { "u\($0),\(Self.token($0))" }
-        let job = try writeJob("jsonlog", rows: rows, simulator: ", latency_ms: 400",
-                               extra: "retry: { max_attempts: 1 }")
-        let r = try herald(["run", job, "--log-format", "json", "--log-level", "info", "--progress", "auto", "--progress-interval", "1s"])
+        let job = try writeJob("jsonlog", rows: rows) { $0.apns.simulator.latencyMs = 400; $0.retry.maxAttempts = 1 }
+        let r = try herald.run(job, ["--log-format", "json", "--log-level", "info", "--progress", "auto", "--progress-interval", "1s"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let lines = r.stderr.split(separator: "\n")
         #expect(!lines.isEmpty)
@@ -166,12 +148,12 @@ import Testing
 
     @Test func progressAlwaysRedrawsOneLineAndNeverIsSilent() throws {
         let rows = (1...30).map { "u\($0),\(Self.token($0))" }
-        let job = try writeJob("progress", rows: rows, simulator: ", latency_ms: 300")
-        let always = try herald(["run", job, "--progress", "always"])
+        let job = try writeJob("progress", rows: rows) { $0.apns.simulator.latencyMs = 300 }
+        let always = try herald.run(job, ["--progress", "always"])
         #expect(always.status == 0, "\(always.stderr)")
         #expect(always.stderr.contains("\r\u{1B}[Ksending"), "\(always.stderr.debugDescription)")
         #expect(always.stderr.hasSuffix("\r\u{1B}[K"), "the line is erased before the summary")
-        let never = try herald(["run", job, "--progress", "never", "--new-run"])
+        let never = try herald.run(job, ["--progress", "never", "--new-run"])
         #expect(never.status == 0)
         #expect(!never.stderr.contains("\r") && !never.stderr.contains("progress:"), "\(never.stderr)")
     }
@@ -181,12 +163,9 @@ import Testing
         let key = TestKey()
         let keyPath = try key.writeP8(in: dir)
         let rows = (1...5).map { "u\($0),\(Self.token($0))" }
-        let job = try writeJob("secrets", rows: rows, extra: "")
-        let text = try String(contentsOfFile: job, encoding: .utf8).replacingOccurrences(of: "  simulator:",
-            with: "  auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(keyPath) }\n  simulator:")
-        try text.write(toFile: job, atomically: true, encoding: .utf8)
+        let job = try writeJob("secrets", rows: rows) { $0.apns.keyFile = keyPath }
         for format in ["text", "json"] {
-            let r = try herald(["run", job, "--new-run", "--log-level", "trace", "--log-sensitive", "--log-format", format])
+            let r = try herald.run(job, ["--new-run", "--log-level", "trace", "--log-sensitive", "--log-format", format])
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
             let body = key.privateKeyPEM.split(separator: "\n")[1]
             #expect(!r.stderr.contains(body) && !r.stdout.contains(body))

@@ -24,35 +24,26 @@ import Testing
             """)
     }
 
-    static let template = """
-          template:
-            aps: { alert: { title: "Hi {{first_name}}", body: "You have {{unread}} new" }, badge: "{{unread:int}}", sound: default }
-            order: "{{order_id}}"
-          locales:
-            fr: { aps: { alert: { title: "Salut {{first_name}}", body: "{{unread}} nouveaux" }, badge: "{{unread:int}}" }, order: "{{order_id}}" }
-        """
+    let herald = Herald()
 
-    func writeJob(push: String = "", topic: String = "com.example.app", template: String = PreviewCommandTests.template) throws -> String {
-        try dir.write("jobs/job.yaml", """
-            campaign: preview-test
-            audience:
-              files: [../data/audience.csv]
-              locale_field: locale
-              id_field: id
-              max_invalid_rows: 100%   # a deliberately messy fixture
-            apns:
-              endpoint: simulator
-              topic: \(topic)
-              streams_per_connection: 10
-              simulator: { log: ../out/requests.ndjson }
-            push:
-            \(template)
-            \(push)
-            """)
-    }
-
-    func herald(_ args: [String]) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/")
+    /// The messy audience with a template and a French one; `configure` changes the push.
+    func writeJob(topic: String = "com.example.app", _ configure: (inout TestJob.Push) -> Void = { _ in }) throws -> JobFile {
+        try TestJob("job") {
+            $0.campaign = "preview-test"
+            $0.audience.files = ["../data/audience.csv"]
+            $0.audience.localeField = "locale"
+            $0.audience.idField = "id"
+            $0.audience.maxInvalidRows = "100%"   // a deliberately messy fixture
+            $0.apns.topic = topic
+            $0.apns.streamsPerConnection = 10
+            $0.apns.simulator.log = "../out/requests.ndjson"
+            $0.push.template = """
+                aps: { alert: { title: "Hi {{first_name}}", body: "You have {{unread}} new" }, badge: "{{unread:int}}", sound: default }
+                order: "{{order_id}}"
+                """
+            $0.push.locales = #"{ fr: { aps: { alert: { title: "Salut {{first_name}}", body: "{{unread}} nouveaux" }, badge: "{{unread:int}}" }, order: "{{order_id}}" } }"#
+            configure(&$0.push)
+        }.write(in: dir)
     }
 
     /// One recipient block of the output: its title line, header lines and pretty payload.
@@ -91,7 +82,7 @@ import Testing
     @Test func showsHeadersPayloadsAndRowErrors() throws {
         try writeAudience()
         let job = try writeJob()
-        let r = try herald(["preview", job, "-n", "5"])
+        let r = try herald(["preview", job.path, "-n", "5"])
         #expect(r.status == 0, "\(r.stdout)\n\(r.stderr)")
         #expect(r.stdout.contains("push      alert, priority 10, topic com.example.app, payload limit 4096 bytes, missing_field error, oversize error"))
         let shown = blocks(r.stdout)
@@ -136,16 +127,16 @@ import Testing
     @Test func oneRowByLine() throws {
         try writeAudience()
         let job = try writeJob()
-        let r = try herald(["preview", job, "--row", "4"])
+        let r = try herald(["preview", job.path, "--row", "4"])
         #expect(r.status == 0, "\(r.stderr)")
         let shown = blocks(r.stdout)
         #expect(shown.count == 1)
         #expect(shown.first?.title.contains("line 4 · token 00000000…0003") == true)
         #expect(shown.first?.payload.contains(#""badge": 12"#) == true)
-        let missing = try herald(["preview", job, "--row", "99"])
+        let missing = try herald(["preview", job.path, "--row", "99"])
         #expect(missing.status == 2)
         #expect(missing.stderr == "herald: error: no audience record starts at line 99 of ../data/audience.csv\n")
-        let badFile = try herald(["preview", job, "--row", "2", "--file", "other.csv"])
+        let badFile = try herald(["preview", job.path, "--row", "2", "--file", "other.csv"])
         #expect(badFile.status == 2)
         #expect(badFile.stderr.contains("--file other.csv is not one of the job's audience files: ../data/audience.csv"))
     }
@@ -153,23 +144,20 @@ import Testing
     /// The preview is what is sent: run the same job against the simulator and compare every
     /// request's headers and body with the preview of the same recipient.
     @Test func matchesWhatRunSends() throws {
-        try expectRunSendsWhatPreviewShows(push: "  priority: 5\n  collapse_id: spring", previewable: 5)
+        try expectRunSendsWhatPreviewShows(previewable: 5) { $0.priority = "5"; $0.collapseId = "spring" }
     }
 
     /// Per-recipient header templates are stored with each recipient and sent as previewed.
     @Test func templatedHeadersAreSentAsPreviewed() throws {
-        try expectRunSendsWhatPreviewShows(push: """
-              collapse_id: "order-{{order_id}}"
-              priority: "{{prio|5}}"
-            """, previewable: 4)
+        try expectRunSendsWhatPreviewShows(previewable: 4) { $0.collapseId = "order-{{order_id}}"; $0.priority = "{{prio|5}}" }
     }
 
-    func expectRunSendsWhatPreviewShows(push: String, previewable: Int) throws {
+    func expectRunSendsWhatPreviewShows(previewable: Int, _ push: (inout TestJob.Push) -> Void) throws {
         try writeAudience()
-        let job = try writeJob(push: push)
-        let run = try herald(["run", job])
+        let job = try writeJob(push)
+        let run = try herald.run(job)
         #expect(run.status == 0, "\(run.stdout)\n\(run.stderr)")
-        let preview = try herald(["preview", job, "-n", "20"])
+        let preview = try herald(["preview", job.path, "-n", "20"])
         #expect(preview.status == 0, "\(preview.stderr)")
 
         let log = try String(contentsOfFile: dir.file("out/requests.ndjson"), encoding: .utf8).split(separator: "\n")
@@ -197,12 +185,8 @@ import Testing
 
     @Test func templatedHeadersPerRecipient() throws {
         try writeAudience()
-        let job = try writeJob(push: """
-              collapse_id: "order-{{order_id}}"
-              priority: "{{prio|5}}"
-              expiration: "{{expires|1h}}"
-            """)
-        let r = try herald(["preview", job, "-n", "7"])
+        let job = try writeJob { $0.collapseId = "order-{{order_id}}"; $0.priority = "{{prio|5}}"; $0.expiration = "{{expires|1h}}" }
+        let r = try herald(["preview", job.path, "-n", "7"])
         #expect(r.status == 0, "\(r.stderr)")
         let shown = blocks(r.stdout)
         #expect(shown.first?.headers["apns-collapse-id"] == "order-A1")
@@ -214,11 +198,12 @@ import Testing
     /// Background pushes preview like any other (throttle tests run them: ThrottleCommandTests).
     @Test func backgroundPushPreviews() throws {
         try writeAudience()
-        let job = try writeJob(template: """
-              type: background
-              template: { aps: { content-available: 1 }, sync: "{{order_id}}" }
-            """)
-        let r = try herald(["preview", job, "-n", "1"])
+        let job = try writeJob {
+            $0.type = "background"
+            $0.template = #"{ aps: { content-available: 1 }, sync: "{{order_id}}" }"#
+            $0.locales = nil
+        }
+        let r = try herald(["preview", job.path, "-n", "1"])
         #expect(r.status == 0, "\(r.stderr)")
         let block = try #require(blocks(r.stdout).first)
         #expect(block.headers["apns-push-type"] == "background")
@@ -239,8 +224,8 @@ import Testing
     ])
     func badJobExitsTwo(push: String, message: String) throws {
         try writeAudience()
-        let job = try writeJob(template: push)
-        let r = try herald(["preview", job])
+        let job = try writeJob { $0.template = nil; $0.locales = nil; $0.extra = push }
+        let r = try herald(["preview", job.path])
         #expect(r.status == 2, "\(r.stdout)")
         #expect(r.stderr.hasPrefix("herald: error: "), "\(r.stderr)")
         #expect(r.stderr.contains(message), "\(r.stderr)")
@@ -249,13 +234,14 @@ import Testing
 
     @Test func badTopicAndMissingFilesExitTwo() throws {
         try writeAudience()
-        let topic = try herald(["preview", try writeJob(topic: "com.example.app.voip")])
+        let voip = try writeJob(topic: "com.example.app.voip")
+        let topic = try herald(["preview", voip.path])
         #expect(topic.status == 2)
-        #expect(topic.stderr.contains("line 9: apns.topic com.example.app.voip ends in .voip, the suffix of voip pushes"), "\(topic.stderr)")
+        #expect(topic.stderr.contains("line \(try voip.line(of: "  topic:")): apns.topic com.example.app.voip ends in .voip, the suffix of voip pushes"), "\(topic.stderr)")
         let missing = try herald(["preview", dir.file("jobs/nope.yaml")])
         #expect(missing.status == 2)
         #expect(missing.stderr == "herald: error: \(dir.file("jobs/nope.yaml")): job file not found\n")
-        let count = try herald(["preview", try writeJob(), "-n", "0"])
+        let count = try herald(["preview", try writeJob().path, "-n", "0"])
         #expect(count.status == 2)
         #expect(count.stderr == "herald: error: -n must be at least 1\n")
     }

@@ -44,22 +44,15 @@ import Testing
         return nil
     }
 
-    func job(_ name: String, tokens: Int, simulator: String = "", extra: String = "") throws -> String {
-        let rows = (1...tokens).map { String(format: "%064x", $0) }
-        let file = name.filter { $0.isLetter || $0.isNumber || $0 == "-" }
-        try dir.write("data/\(file).csv", (["token"] + rows).joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(file).yaml", """
-            campaign: "\(name)"
-            audience: { files: [../data/\(file).csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 10
-              simulator: { log: ../out/\(file).ndjson\(simulator) }
-            push:
-              template: { aps: { alert: "hello" } }
-            \(extra)
-            """)
+    let herald = Herald()
+
+    /// A job sending `tokens` recipients; its files are named after the campaign without its braces.
+    func job(_ name: String, tokens: Int, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name.filter { $0.isLetter || $0.isNumber || $0 == "-" }, tokens: (1...tokens).map { String(format: "%064x", $0) }) {
+            $0.campaign = name
+            $0.apns.streamsPerConnection = 10
+            configure(&$0)
+        }.write(in: dir)
     }
 
     @Test(.enabled(if: gatewayInstalled.runs, gatewayInstalled.skipReason))
@@ -69,8 +62,8 @@ import Testing
         defer { _ = gateway.stop() }
 
         // Exit 0, the gateway from the job.
-        let ok = try job("pg-digest.{date}", tokens: 30, extra: "ops: { pushgateway: \(url) }")
-        var r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", ok], cwd: "/")
+        let ok = try job("pg-digest.{date}", tokens: 30) { $0.ops.pushgateway = url }
+        var r = try herald.run(ok)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         var text = try scrape(url)
         let group = ["job": "herald", "campaign": "pg-digest.{date}"]
@@ -82,9 +75,11 @@ import Testing
         #expect(value(text, "push_time_seconds", group) != nil, "the gateway's own push time")
 
         // Exit 4 (retries exhausted), with --pushgateway and a shard: its own group.
-        let flaky = try job("pg-flaky", tokens: 4, simulator: ", flaky: [{ prefix: \"0\", count: 5, status: 503 }]",
-                            extra: "retry: { max_attempts: 1 }")
-        r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", flaky, "--pushgateway", url, "--shard", "0/1"], cwd: "/")
+        let flaky = try job("pg-flaky", tokens: 4) {
+            $0.apns.simulator.flaky = [.init(prefix: "0", count: 5, status: 503)]
+            $0.retry.maxAttempts = 1
+        }
+        r = try herald.run(flaky, ["--pushgateway", url, "--shard", "0/1"])
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         text = try scrape(url)
         #expect(value(text, "herald_last_exit_code", ["job": "herald", "campaign": "pg-flaky", "shard": "0"]) == 4, "\(text.prefix(3000))")
@@ -98,8 +93,8 @@ import Testing
         try Self.gatewayInstalled.require()
         let (gateway, url) = try startGateway()
         defer { _ = gateway.stop() }
-        let slow = try job("pg-slow", tokens: 600, simulator: ", latency_ms: 50")
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", slow, "--pushgateway", url, "--metrics-interval", "1s", "--progress", "never"])
+        let slow = try job("pg-slow", tokens: 600) { $0.apns.simulator.latencyMs = 50 }
+        let p = try herald.start(["run", slow.path, "--pushgateway", url, "--metrics-interval", "1s", "--progress", "never"])
         var running: Double?
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, p.process.isRunning, running == nil {
@@ -116,7 +111,7 @@ import Testing
     @Test func anUnreachableGatewayNeverChangesTheRun() throws {
         let port = try FreePort.next()
         let path = try job("pg-down", tokens: 5)
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", path, "--pushgateway", "http://127.0.0.1:\(port)"], cwd: "/")
+        let r = try herald.run(path, ["--pushgateway", "http://127.0.0.1:\(port)"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("cannot push metrics to the Pushgateway at 127.0.0.1:\(port)"), "\(r.stderr)")
     }

@@ -10,29 +10,20 @@ import Testing
 
     static func token(_ i: Int, prefix: String = "") -> String { prefix + String(format: "%0\(64 - prefix.count)x", i) }
 
-    func run(_ args: [String]) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/")
-    }
+    let herald = Herald()
 
-    func job(_ name: String, campaign: String? = nil, audience: String, extraAudience: String = "", connections: Int = 1,
-             streams: Int = 20, simulator: String = "", extra: String = "") throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(campaign ?? name)
-            audience:
-              files: [\(audience)]
-              id_field: id
-              max_invalid_rows: 100%
-            \(extraAudience)
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: \(connections)
-              streams_per_connection: \(streams)
-              simulator: { log: ../out/\(name).ndjson\(simulator) }
-            push:
-              template: { aps: { alert: "Hi {{id}}" } }
-            \(extra)
-            """)
+    /// A job reading `audience` (`id,token` rows), every row counted however messy.
+    func job(_ name: String, audience: String, connections: Int = 1, streams: Int = 20,
+             _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name) {
+            $0.audience.files = [audience]
+            $0.audience.idField = "id"
+            $0.audience.maxInvalidRows = "100%"
+            $0.apns.connections = connections
+            $0.apns.streamsPerConnection = streams
+            $0.push.template = #"{ aps: { alert: "Hi {{id}}" } }"#
+            configure(&$0)
+        }.write(in: dir)
     }
 
     /// 40 good tokens, 3 Unregistered, 2 ExpiredToken, 2 BadDeviceToken, 2 DeviceTokenNotForTopic, 1 invalid row.
@@ -47,12 +38,17 @@ import Testing
         return try dir.writeGzip("data/\(name).csv.gz", rows.joined(separator: "\n") + "\n")
     }
 
-    static let messyRules = ", unregistered_prefixes: [dead], expired_token_prefixes: [e0e0], bad_token_prefixes: [badd], not_for_topic_prefixes: [f0f0]"
+    static func messyRules(_ job: inout TestJob) {
+        job.apns.simulator.unregisteredPrefixes = ["dead"]
+        job.apns.simulator.expiredTokenPrefixes = ["e0e0"]
+        job.apns.simulator.badTokenPrefixes = ["badd"]
+        job.apns.simulator.notForTopicPrefixes = ["f0f0"]
+    }
 
     @Test func cleanRunReportsMatchTheSimulatorLogExactlyAndReportRegeneratesThem() throws {
         _ = try messyAudience("clean")
-        let jobPath = try job("clean", audience: "../data/clean.csv.gz", simulator: Self.messyRules)
-        let r = try run(["run", jobPath])
+        let jobPath = try job("clean", audience: "../data/clean.csv.gz", Self.messyRules)
+        let r = try herald.run(jobPath)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let reports = dir.file("reports/clean")
         let log = try SimLog.read(dir.file("out/clean.ndjson"))
@@ -73,14 +69,14 @@ import Testing
         let names = ["deliveries.csv", "deliveries.ndjson", "unregistered.csv", "rejected-tokens.csv", "invalid.csv", "summary.html", "summary.json"]
         let before = try names.map { try Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)) }
         for name in names { try FileManager.default.removeItem(atPath: reports + "/" + name) }
-        let again = try run(["report", jobPath])
+        let again = try herald(["report", jobPath.path])
         #expect(again.status == 0, "\(again.stdout)\(again.stderr)")
         #expect(again.stdout.contains("reports   \(reports)/"))
         let after = try names.map { try Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)) }
         for (i, name) in names.enumerated() { #expect(before[i] == after[i], "\(name) regenerated identically") }
         #expect(SimLog.lineCount(dir.file("out/clean.ndjson")) == 49, "report sends nothing")
 
-        let usage = try run(["report", jobPath, "--out", "/tmp/x"])
+        let usage = try herald(["report", jobPath.path, "--out", "/tmp/x"])
         #expect(usage.status == 2)
     }
 
@@ -88,15 +84,18 @@ import Testing
         var rows = ["id,token"]
         for i in 1...3_000 { rows.append("u\(i),\(Self.token(i, prefix: i % 100 == 0 ? "dead" : ""))") }
         try dir.writeGzip("data/kill.csv.gz", rows.joined(separator: "\n") + "\n")
-        let jobPath = try job("kill", audience: "../data/kill.csv.gz", connections: 2, streams: 100,
-                              simulator: ", unregistered_prefixes: [dead]", extra: "reports: { dir: ../reports/kill, compress: true }")
+        let jobPath = try job("kill", audience: "../data/kill.csv.gz", connections: 2, streams: 100) {
+            $0.apns.simulator.unregisteredPrefixes = ["dead"]
+            $0.reports.dir = "../reports/kill"
+            $0.reports.compress = true
+        }
         let logPath = dir.file("out/kill.ndjson")
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", jobPath])
+        let p = try herald.start(["run", jobPath.path])
         let seen = SimLog.wait(for: 800, in: logPath) { p.process.isRunning }
         p.kill9()
         #expect(seen >= 800 && seen < 3_000, "killed mid-send (\(seen) answered)")
 
-        let rerun = try run(["run", jobPath])
+        let rerun = try herald.run(jobPath)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let reports = dir.file("reports/kill")
         #expect(!FileManager.default.fileExists(atPath: reports + "/deliveries.csv"), "compress: only the .gz is written")
@@ -117,7 +116,7 @@ import Testing
         for i in 1...5 { one.append("u\(i),\(Self.token(i))") }
         for i in 1...4 { one.append("d\(i),\(Self.token(i, prefix: "dead"))") }
         try dir.write("data/one.csv", one.joined(separator: "\n") + "\n")
-        let first = try run(["run", try job("one", audience: "../data/one.csv", simulator: ", unregistered_prefixes: [dead]")])
+        let first = try herald.run(try job("one", audience: "../data/one.csv") { $0.apns.simulator.unregisteredPrefixes = ["dead"] })
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         let dead = try ReportCheck.csv(dir.file("reports/one/unregistered.csv"))
         #expect(dead.count == 4)
@@ -131,12 +130,12 @@ import Testing
         two.append("junk,\(Self.token(4, prefix: "dead")),last tuesday")          // not a time: invalid row
         two.append("fresh,\(Self.token(77)),1700000000000")
         try dir.write("data/two.csv", two.joined(separator: "\n") + "\n")
-        let jobTwo = try job("two", audience: "../data/two.csv", extraAudience: "  registered_at_field: registered_at\n  prescan: \(prescan)")
+        let jobTwo = try job("two", audience: "../data/two.csv") { $0.audience.registeredAtField = "registered_at"; $0.audience.prescan = prescan }
         // `herald validate` refuses the same row the run will.
-        let check = try run(["validate", jobTwo, "--json"])
+        let check = try herald(["validate", jobTwo.path, "--json"])
         let checked = try #require(try JSONSerialization.jsonObject(with: Data(check.stdout.utf8)) as? [String: Any], "\(check.stdout)")
         #expect((checked["invalid_by_reason"] as? [String: Int]) == ["bad_field_value": 1])
-        let second = try run(["run", jobTwo])
+        let second = try herald.run(jobTwo)
         #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
         let sent = Set(try SimLog.read(dir.file("out/two.ndjson")).keys)
         #expect(sent == [Self.token(2, prefix: "dead"), Self.token(77)])
@@ -159,10 +158,9 @@ import Testing
         for i in 1...300 { rows.append("u\(i),\(Self.token(i))") }
         try dir.write("data/live.csv", rows.joined(separator: "\n") + "\n")
         let jobPath = try job("live", audience: "../data/live.csv", streams: 50)
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", jobPath], watch: .stderr,
-                                      environment: ["HERALD_TEST_STALL_AT": "send:2"])
+        let p = try herald.start(["run", jobPath.path], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "send:2"])
         _ = try p.waitForLine(prefix: "herald-test: stalled at")
-        let during = try run(["report", jobPath])
+        let during = try herald(["report", jobPath.path])
         #expect(during.status == 0, "\(during.stdout)\(during.stderr)")
         #expect(during.stdout.contains("a run is in progress"), "\(during.stdout)")
         let summary = try JSON.object(dir.file("reports/live/summary.json"))
@@ -174,7 +172,7 @@ import Testing
         let live = try ReportCheck.csv(dir.file("reports/live/deliveries.csv"))
         #expect(live.count == 300 && live.filter { $0["status"] == "sent" }.count == sentSoFar)
         p.kill9()
-        let rerun = try run(["run", jobPath])
+        let rerun = try herald.run(jobPath)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         try ReportCheck.matches(reports: dir.file("reports/live"), log: try SimLog.read(dir.file("out/live.ndjson")), resumed: true)
     }
@@ -184,12 +182,15 @@ import Testing
             var rows = ["id,token"]
             for i in 1...20 { rows.append("u\(k)-\(i),\(Self.token(k * 100 + i, prefix: i == 20 ? "dead" : ""))") }
             try dir.write("data/shard\(k).csv", rows.joined(separator: "\n") + "\n")
-            let r = try run(["run", try job("shard\(k)", campaign: "sharded", audience: "../data/shard\(k).csv",
-                                            simulator: ", unregistered_prefixes: [dead]",
-                                            extra: "state: ../state/sharded-shard-\(k)-of-2.sqlite\nreports: ../reports/sharded-shard-\(k)-of-2")])
+            let r = try herald.run(try job("shard\(k)", audience: "../data/shard\(k).csv") {
+                $0.campaign = "sharded"
+                $0.apns.simulator.unregisteredPrefixes = ["dead"]
+                $0.state.file = "../state/sharded-shard-\(k)-of-2.sqlite"
+                $0.reports.dir = "../reports/sharded-shard-\(k)-of-2"
+            })
             #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         }
-        let merged = try run(["report", "--merge", dir.file("reports/sharded-shard-0-of-2"), dir.file("reports/sharded-shard-1-of-2"),
+        let merged = try herald(["report", "--merge", dir.file("reports/sharded-shard-0-of-2"), dir.file("reports/sharded-shard-1-of-2"),
                               "--out", dir.file("reports/sharded")])
         #expect(merged.status == 0, "\(merged.stdout)\(merged.stderr)")
         let summary = try JSON.object(dir.file("reports/sharded/summary.json"))
@@ -198,7 +199,7 @@ import Testing
         #expect((summary["shard_run_ids"] as? [String])?.count == 2 && summary["campaign"] as? String == "sharded")
         #expect(try ReportCheck.csv(dir.file("reports/sharded/deliveries.csv")).count == 40)
         #expect(try ReportCheck.csv(dir.file("reports/sharded/unregistered.csv")).count == 2)
-        let noOut = try run(["report", "--merge", dir.file("reports/sharded-shard-0-of-2")])
+        let noOut = try herald(["report", "--merge", dir.file("reports/sharded-shard-0-of-2")])
         #expect(noOut.status == 2 && noOut.stderr.contains("--out"), "\(noOut.stderr)")
     }
 }
@@ -224,19 +225,9 @@ enum SimLog {
 }
 
 enum ReportCheck {
-    static func text(_ path: String, gzip: Bool) throws -> String {
-        guard gzip else { return try String(contentsOfFile: path, encoding: .utf8) }
-        let r = try ProcessRunner.run("/bin/sh", ["-c", "gzip -dc '\(path).gz'"])
-        guard r.status == 0 else { throw TestSupportError("gzip -dc \(path).gz: \(r.stderr)") }
-        return r.stdout
-    }
+    static func text(_ path: String, gzip: Bool) throws -> String { try CSV.text(path, gzip: gzip) }
 
-    /// Rows of a CSV whose fields hold no commas or quotes (true of these fixtures).
-    static func csv(_ path: String, gzip: Bool = false) throws -> [[String: String]] {
-        let lines = try text(path, gzip: gzip).split(separator: "\n").map(String.init)
-        let header = lines[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        return lines.dropFirst().map { Dictionary(uniqueKeysWithValues: zip(header, $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init))) }
-    }
+    static func csv(_ path: String, gzip: Bool = false) throws -> [[String: String]] { try CSV.rows(path, gzip: gzip) }
 
     static func iso(_ ms: Int64) -> String {
         // Whole seconds by Foundation, milliseconds by integer arithmetic (no float rounding).

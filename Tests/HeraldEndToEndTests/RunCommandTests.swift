@@ -25,55 +25,37 @@ import Testing
         return gzip ? try dir.writeGzip("data/audience.csv.gz", text) : try dir.write("data/audience.csv", text)
     }
 
-    func writeJob(audience: String = "../data/audience.csv.gz", extraAPNs: String = "", extra: String = "") throws -> String {
-        try dir.write("jobs/job.yaml", """
-            campaign: e2e-test
-            audience:
-              files: [\(audience)]
-              token_field: token
-              locale_field: locale
-              id_field: id
-              max_invalid_rows: 100%   # a deliberately messy fixture
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 10
-              simulator:
-                unregistered_prefixes: [dead]
-                bad_token_prefixes: [badd]
-                log: ../out/requests.ndjson
-            \(extraAPNs)
-            push:
-              template:
-                aps: { alert: { title: "Hi {{first_name}}", body: "Spring sale" }, badge: 1 }
-              locales:
-                fr: { aps: { alert: { title: "Salut {{first_name}}", body: "Soldes" }, badge: 1 } }
-            \(extra)
-            """)
-    }
+    let herald = Herald()
 
-    func run(_ args: [String]) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/")
-    }
-
-    func csv(_ path: String) throws -> [[String: String]] {
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
-        let header = lines[0].split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-        return lines.dropFirst().map { line in
-            let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            return Dictionary(uniqueKeysWithValues: zip(header, f))
-        }
+    /// The messy audience (`audience`) with a French template, against a simulator that answers
+    /// tokens starting `dead` 410 and `badd` 400.
+    func writeJob(audience: String = "../data/audience.csv.gz", _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob("job") {
+            $0.campaign = "e2e-test"
+            $0.audience.files = [audience]
+            $0.audience.tokenField = "token"
+            $0.audience.localeField = "locale"
+            $0.audience.idField = "id"
+            $0.audience.maxInvalidRows = "100%"   // a deliberately messy fixture
+            $0.apns.streamsPerConnection = 10
+            $0.apns.simulator.unregisteredPrefixes = ["dead"]
+            $0.apns.simulator.badTokenPrefixes = ["badd"]
+            $0.apns.simulator.log = "../out/requests.ndjson"
+            $0.push.template = #"{ aps: { alert: { title: "Hi {{first_name}}", body: "Spring sale" }, badge: 1 } }"#
+            $0.push.locales = #"{ fr: { aps: { alert: { title: "Salut {{first_name}}", body: "Soldes" }, badge: 1 } } }"#
+            configure(&$0)
+        }.write(in: dir)
     }
 
     @Test func demoShapedCampaignEndToEnd() throws {
         _ = try writeAudience()
         let job = try writeJob()
-        let r = try run(["run", job])
+        let r = try herald.run(job)
         #expect(r.status == 0, "stdout: \(r.stdout)\nstderr: \(r.stderr)")
         #expect(r.stdout.contains("reports   \(dir.file("reports/e2e-test"))/"))
 
         let reports = dir.file("reports/e2e-test")
-        let deliveries = try csv(reports + "/deliveries.csv")
+        let deliveries = try CSV.rows(reports + "/deliveries.csv")
         #expect(deliveries.count == 23, "20 good + 2 Unregistered + 1 BadDeviceToken distinct tokens")
         let byToken = Dictionary(uniqueKeysWithValues: deliveries.map { ($0["token"]!, $0) })
         #expect(byToken[Self.token(3)]?["line"] == "4", "the first row where a token appears")
@@ -85,7 +67,7 @@ import Testing
         #expect(byToken[Self.token(1, prefix: "badd")]?["reason"] == "BadDeviceToken")
         #expect(deliveries.allSatisfy { $0["attempts"] == "1" && $0["file"] == "../data/audience.csv.gz" })
 
-        let invalid = try csv(reports + "/invalid.csv")
+        let invalid = try CSV.rows(reports + "/invalid.csv")
         #expect(invalid.map { $0["line"]! } == ["24", "25", "26"])
         #expect(invalid.map { $0["reason"]! } == ["invalid_token", "missing_token", "wrong_field_count"])
 
@@ -122,7 +104,7 @@ import Testing
         }
 
         // Running the finished campaign again sends nothing and exits 0.
-        let again = try run(["run", job])
+        let again = try herald.run(job)
         #expect(again.status == 0)
         #expect(again.stdout.contains("already finished"))
         let logAgain = try String(contentsOfFile: dir.file("out/requests.ndjson"), encoding: .utf8).split(separator: "\n")
@@ -133,41 +115,40 @@ import Testing
         var lines: [String] = []
         for i in 1...5 { lines.append(#"{"token":"\#(Self.token(i))","user":{"first_name":"Né\#(i)"},"locale":"en"}"#) }
         try dir.write("data/a.ndjson", lines.joined(separator: "\n"))
-        let job = try dir.write("jobs/job.yaml", """
-            campaign: e2e-ndjson
-            audience: { files: [../data/a.ndjson], format: ndjson }
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              template: { aps: { alert: "Hi {{user.first_name}}" } }
-            """)
-        let r = try run(["run", job])
+        let job = try TestJob("job") {
+            $0.campaign = "e2e-ndjson"
+            $0.audience.files = ["../data/a.ndjson"]
+            $0.audience.format = "ndjson"
+            $0.push.template = #"{ aps: { alert: "Hi {{user.first_name}}" } }"#
+        }.write(in: dir)
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
-        let deliveries = try csv(dir.file("reports/e2e-ndjson/deliveries.csv"))
+        let deliveries = try CSV.rows(dir.file("reports/e2e-ndjson/deliveries.csv"))
         #expect(deliveries.count == 5 && deliveries.allSatisfy { $0["status"] == "sent" })
     }
 
     @Test func badInputExitsTwoAndSendsNothing() throws {
         _ = try writeAudience()
         // Missing job file.
-        var r = try run(["run", dir.file("jobs/missing.yaml")])
+        var r = try herald(["run", dir.file("jobs/missing.yaml")])
         #expect(r.status == 2)
         #expect(r.stderr.contains("missing.yaml: job file not found"))
         // Unknown key.
-        r = try run(["run", try writeJob(extra: "colour: blue")])
+        r = try herald.run(try writeJob { $0.extra = "colour: blue" })
         #expect(r.status == 2)
         #expect(r.stderr.contains("unknown key \"colour\""), "\(r.stderr)")
         // Missing audience file.
-        r = try run(["run", try writeJob(audience: "../data/nope.csv.gz")])
+        r = try herald.run(try writeJob(audience: "../data/nope.csv.gz"))
         #expect(r.status == 2)
         #expect(r.stderr.contains("audience file not found: ../data/nope.csv.gz"), "\(r.stderr)")
         // Missing key file.
-        r = try run(["run", try writeJob(extraAPNs: "  auth: { team_id: TEAM123456, key_id: KEY1234567, key_file: ../keys/AuthKey_KEY1234567.p8 }")])
+        r = try herald.run(try writeJob { $0.apns.keyFile = "../keys/AuthKey_KEY1234567.p8" })
         #expect(r.status == 2)
         #expect(r.stderr.contains("key file that does not exist: ../keys/AuthKey_KEY1234567.p8"), "\(r.stderr)")
         // A truncated gzip audience: exit 2 before anything is sent.
         let good = try Data(contentsOf: URL(fileURLWithPath: dir.file("data/audience.csv.gz")))
         try good.prefix(good.count / 2).write(to: URL(fileURLWithPath: dir.file("data/cut.csv.gz")))
-        r = try run(["run", try writeJob(audience: "../data/cut.csv.gz")])
+        r = try herald.run(try writeJob(audience: "../data/cut.csv.gz"))
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("cut.csv.gz"), "\(r.stderr)")
         // Nothing was ever sent.
@@ -179,9 +160,8 @@ import Testing
         _ = try writeAudience(gzip: false)
         let key = TestKey()
         let keyPath = try key.writeP8(in: dir)
-        let job = try writeJob(audience: "../data/audience.csv",
-                               extraAPNs: "  auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(keyPath) }")
-        let r = try run(["run", job])
+        let job = try writeJob(audience: "../data/audience.csv") { $0.apns.keyFile = keyPath }
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let log = try String(contentsOfFile: dir.file("out/requests.ndjson"), encoding: .utf8)
         #expect(log.contains("\"jwt_kid\":\"\(TestKey.keyId)\""))

@@ -22,24 +22,23 @@ import Glibc
 
     /// 20 recipients: odd rows in +00:01 (their clock a minute ahead of UTC: the window is open),
     /// even rows in UTC (it opens at `opens`), one row in a zone that does not exist.
-    func job(_ name: String, opens: TimeInterval, wait: Bool) throws -> String {
+    func job(_ name: String, opens: TimeInterval, wait: Bool) throws -> JobFile {
         var rows = ["token,tz"]
         for i in 1...20 { rows.append(String(format: "%064x,%@", i, i % 2 == 1 ? "+00:01" : "UTC")) }
         rows.append(String(format: "%064x,Mars/Olympus_Mons", 99))
         try dir.write("data/\(name).csv", rows.joined(separator: "\n") + "\n")
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv], timezone_field: tz }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "hello" } }
-            schedule:
-              local_time: { from: "\(Self.hhmm(opens))", to: "\(Self.hhmm(opens + 1800))" }
-              wait: \(wait)
-            """)
+        return try scheduled(name, schedule: "{ local_time: { from: \"\(Self.hhmm(opens))\", to: \"\(Self.hhmm(opens + 1800))\" }, wait: \(wait) }") {
+            $0.audience.timezoneField = "tz"
+        }
+    }
+
+    /// A job reading data/<file or name>.csv (the test writes it) on `schedule`.
+    func scheduled(_ name: String, file: String? = nil, schedule: String?, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name) {
+            $0.audience.files = ["../data/\(file ?? name).csv"]
+            $0.schedule = schedule
+            configure(&$0)
+        }.write(in: dir)
     }
 
     /// `2026-12-01T09:00:00.000Z`, as reports write times.
@@ -51,7 +50,7 @@ import Glibc
         }
     }
 
-    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+    let herald = Herald()
 
     /// (token, time_ms) in the order the simulator answered.
     func answered(_ name: String) throws -> [(token: Int, ms: Double)] {
@@ -73,9 +72,9 @@ import Glibc
         let name = "sched"
         var path = try job(name, opens: opens, wait: false)
         // Beside it, one run with wait: true of another campaign sends both windows, in order.
-        let waiting = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("sched-wait", opens: opens, wait: true)])
+        let waiting = try herald.start(["run", try job("sched-wait", opens: opens, wait: true).path])
         // And a third, stopped by SIGTERM while it waits: exit 4 at once, resumable.
-        let stopped = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("sched-term", opens: opens, wait: true)], watch: .stderr)
+        let stopped = try herald.start(["run", try job("sched-term", opens: opens, wait: true).path], watch: .stderr)
         _ = try stopped.waitForLine(containing: "wait for their local window")
         kill(stopped.pid, SIGTERM)
         stopped.process.waitUntilExit()
@@ -84,7 +83,7 @@ import Glibc
         #expect(try answered("sched-term").count == 10)
 
         // wait: false — the open window is sent, the run exits 4 saying when the rest are due.
-        var r = try herald(["run", path])
+        var r = try herald.run(path)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         let due = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: opens))
         #expect(r.stderr.contains("10 recipient(s) wait for their local window (schedule.wait: false); the next are due at \(due)"), "\(r.stderr)")
@@ -93,23 +92,23 @@ import Glibc
         let invalid = try String(contentsOfFile: dir.file("reports/\(name)/invalid.csv"), encoding: .utf8)
         #expect(invalid.contains(",22,bad_field_value,tz"), "\(invalid)")
 
-        let preview = try herald(["preview", path, "--row", "3"])
+        let preview = try herald(["preview", path.path, "--row", "3"])
         #expect(preview.stdout.contains("schedule  UTC · due \(due)"), "\(preview.stdout)")
         let partial = try JSON.object(dir.file("reports/\(name)/summary.json"))
         #expect(partial["next_due_at"] as? String == RegistrationTimeText.iso(opens), "\(partial["next_due_at"] ?? "none")")
-        let status = try herald(["status", path])
+        let status = try herald(["status", path.path])
         #expect(status.stdout.contains("waiting   10 for their local window; the next due at \(due)"), "\(status.stdout)")
         #expect(status.stdout.contains("10 scheduled"), "\(status.stdout)")
 
         // A rerun before the window sends nothing more.
-        r = try herald(["run", path])
+        r = try herald.run(path)
         let afterRerun = try answered(name).count
         #expect(r.status == 4 && afterRerun == 10, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("nothing sent by this one") && !r.stdout.contains("sends/s"), "no earlier run's rate as its own: \(r.stdout)")
 
         // wait: true — the run stays up for the window; killed while it waits, nothing is lost.
         path = try job(name, opens: opens, wait: true)
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", path, "--log-level", "notice"], watch: .stderr)
+        let p = try herald.start(["run", path.path, "--log-level", "notice"], watch: .stderr)
         let line = try p.waitForLine(containing: "wait for their local window")
         #expect(line.contains("10 recipient(s) wait for their local window; the next are due at \(due) (schedule.wait: true)"), "\(line)")
         p.kill9()
@@ -118,7 +117,7 @@ import Glibc
         #expect(Date().timeIntervalSince1970 < opens, "killed before the window opened")
 
         // The rerun waits for the window, sends the UTC rows once, after it opened, and finishes.
-        r = try herald(["run", path])
+        r = try herald.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let all = try answered(name)
         #expect(all.map(\.token).sorted() == Array(1...20), "everyone once")
@@ -166,19 +165,13 @@ import Glibc
         closes = ((Date().timeIntervalSince1970 + 3) / 60).rounded(.up) * 60
         let name = "edge"
         try dir.write("data/\(name).csv", "token\n" + (1...400).map { String(format: "%064x", $0) }.joined(separator: "\n") + "\n")
-        let path = try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 1
-              streams_per_connection: 100
-              simulator: { log: ../out/\(name).ndjson, latency_ms: 200, max_concurrent_streams: 2 }
-            push: { template: { aps: { alert: "hello" } } }
-            schedule: { local_time: { from: "\(Self.hhmm(closes - 60))", to: "\(Self.hhmm(closes))" }, wait: false }
-            """)
-        let r = try herald(["run", path])
+        let path = try scheduled(name, schedule: "{ local_time: { from: \"\(Self.hhmm(closes - 60))\", to: \"\(Self.hhmm(closes))\" }, wait: false }") {
+            $0.apns.connections = 1
+            $0.apns.streamsPerConnection = 100
+            $0.apns.simulator.latencyMs = 200
+            $0.apns.simulator.maxConcurrentStreams = 2
+        }
+        let r = try herald.run(path)
         #expect(r.status == 4, "the rest wait for tomorrow's window: \(r.stdout)\(r.stderr)")
         let sent = try answered(name)
         #expect(!sent.isEmpty && sent.count < 400, "\(sent.count) sent")
@@ -187,7 +180,7 @@ import Glibc
         // after the boundary would arrive up to 20 seconds later.
         let late = sent.filter { $0.ms >= closes * 1000 + 1500 }
         #expect(late.isEmpty, "\(late.count) of \(sent.count) arrived after the window closed, the last \(((late.last?.ms ?? 0) - closes * 1000)) ms late")
-        let status = try herald(["status", path])
+        let status = try herald(["status", path.path])
         #expect(status.stdout.contains("\(400 - sent.count) for their local window"), "nobody lost: \(status.stdout)")
     }
 
@@ -205,14 +198,8 @@ import Glibc
         // The same clock times in two zones: UTC's span was 20 to 10 minutes ago; at -00:15 it runs
         // from 5 minutes ago to 5 minutes from now.
         try dir.write("data/daily.csv", "token,tz\n" + (1...6).map { String(format: "%064x,%@", $0, $0 <= 3 ? "UTC" : "-00:15") }.joined(separator: "\n") + "\n")
-        let path = try dir.write("jobs/daily.yaml", """
-            campaign: daily-{date}
-            audience: { files: [../data/daily.csv], timezone_field: tz }
-            apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/daily.ndjson } }
-            push: { template: { aps: { alert: "hello" } } }
-            schedule: { local_time: { from: "\(Self.hhmm(now - 1200))", to: "\(Self.hhmm(now - 600))" }, wait: false }
-            """)
-        let r = try herald(["run", path])
+        let path = try scheduled("daily", schedule: "{ local_time: { from: \"\(Self.hhmm(now - 1200))\", to: \"\(Self.hhmm(now - 600))\" }, wait: false }") { $0.campaign = "daily-{date}"; $0.audience.timezoneField = "tz" }
+        let r = try herald.run(path)
         #expect(r.status == 0, "finished today: \(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("3 throttled") && r.stdout.contains("window_missed 3"), "\(r.stdout)")
         #expect(try answered("daily").map(\.token).sorted() == [4, 5, 6])
@@ -222,14 +209,8 @@ import Glibc
     @Test func waitFalseNamesTheLastZoneToOpen() throws {
         let opens = ((Date().timeIntervalSince1970 + 7200) / 60).rounded(.up) * 60
         try dir.write("data/last.csv", "token,tz\n" + (1...4).map { String(format: "%064x,%@", $0, $0 <= 2 ? "UTC" : "-01:30") }.joined(separator: "\n") + "\n")
-        let path = try dir.write("jobs/last.yaml", """
-            campaign: last
-            audience: { files: [../data/last.csv], timezone_field: tz }
-            apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/last.ndjson } }
-            push: { template: { aps: { alert: "hello" } } }
-            schedule: { local_time: { from: "\(Self.hhmm(opens))", to: "\(Self.hhmm(opens + 1800))" }, wait: false }
-            """)
-        let r = try herald(["run", path])
+        let path = try scheduled("last", schedule: "{ local_time: { from: \"\(Self.hhmm(opens))\", to: \"\(Self.hhmm(opens + 1800))\" }, wait: false }") { $0.audience.timezoneField = "tz" }
+        let r = try herald.run(path)
         let first = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: opens))
         let last = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: opens + 5400))
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
@@ -258,14 +239,8 @@ import Glibc
         gmtime_r(&t, &parts)
         let today = String(format: "%04d-%02d-%02d", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday)
         try dir.write("data/missed.csv", "token,tz\n" + (1...4).map { String(format: "%064x,%@", $0, $0 <= 2 ? "Pacific/Kiritimati" : "+14:00") }.joined(separator: "\n") + "\n")
-        let path = try dir.write("jobs/missed.yaml", """
-            campaign: missed
-            audience: { files: [../data/missed.csv], timezone_field: tz }
-            apns: { endpoint: simulator, topic: com.example.app, simulator: { log: ../out/missed.ndjson } }
-            push: { template: { aps: { alert: "hello" } } }
-            schedule: { local_time: { from: "00:00", to: "00:01" }, date: \(today) }
-            """)
-        let r = try herald(["run", path])
+        let path = try scheduled("missed", schedule: "{ local_time: { from: \"00:00\", to: \"00:01\" }, date: \(today) }") { $0.audience.timezoneField = "tz" }
+        let r = try herald.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.contains("4 throttled") && r.stdout.contains("window_missed 4"), "\(r.stdout)")
         #expect(try answered("missed").isEmpty)
@@ -278,27 +253,19 @@ import Glibc
     @Test func theQuietHoursHoldARetry() throws {
         let now = Date().timeIntervalSince1970
         try dir.write("data/quiet.csv", "token\n" + (1...6).map { String(format: "%064x", $0) }.joined(separator: "\n") + "\n")
-        func job(_ name: String, flaky: Bool = false, schedule: String = "") throws -> String {
-            let fault = flaky ? ", flaky: [{ prefix: \"\(String(format: "%064x", 3))\", count: 1, status: 503 }]" : ""
-            return try dir.write("jobs/\(name).yaml", """
-                campaign: \(name)
-                audience: { files: [../data/quiet.csv] }
-                apns:
-                  endpoint: simulator
-                  topic: com.example.app
-                  simulator: { log: ../out/\(name).ndjson\(fault) }
-                push: { template: { aps: { alert: "hello" } } }
-                retry: { max_attempts: 1 }
-                \(schedule)
-                """)
+        func job(_ name: String, flaky: Bool = false, schedule: String? = nil) throws -> JobFile {
+            try scheduled(name, file: "quiet", schedule: schedule) {
+                if flaky { $0.apns.simulator.flaky = [.init(prefix: String(format: "%064x", 3), count: 1, status: 503)] }
+                $0.retry.maxAttempts = 1
+            }
         }
         func quiet(until end: TimeInterval, wait: Bool) -> String {
-            "schedule: { quiet_hours: { from: \"\(Self.hhmm(now - 120))\", to: \"\(Self.hhmm(end))\" }, wait: \(wait) }"
+            "{ quiet_hours: { from: \"\(Self.hhmm(now - 120))\", to: \"\(Self.hhmm(end))\" }, wait: \(wait) }"
         }
         // Two campaigns, each without quiet hours at first: token 3 answers 503 once and has no
         // attempt left in that run.
         for name in ["quiet", "quiet-wait"] {
-            let r = try herald(["run", try job(name, flaky: true)])
+            let r = try herald.run(try job(name, flaky: true))
             #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
             #expect(try answered(name).map(\.token).sorted() == Array(1...6))
         }
@@ -307,13 +274,13 @@ import Glibc
         // Quiet hours on now, ending in ten minutes: wait: false holds the retry and says until when.
         let later = ((now + 600) / 60).rounded(.down) * 60
         let laterText = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: later))
-        let r = try herald(["run", try job("quiet", schedule: quiet(until: later, wait: false))])
+        let r = try herald.run(try job("quiet", schedule: quiet(until: later, wait: false)))
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("1 retried recipient(s) held by schedule.quiet_hours (schedule.wait: false); the first may go at \(laterText): rerun then"),
                 "\(r.stderr)")
         #expect(try answered("quiet").count == 6, "nothing sent in the quiet hours")
         // wait: true stays up for their end, saying so; SIGTERM ends the wait, exit 4.
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", try job("quiet", schedule: quiet(until: later, wait: true))], watch: .stderr)
+        let p = try herald.start(["run", try job("quiet", schedule: quiet(until: later, wait: true)).path], watch: .stderr)
         let line = try p.waitForLine(containing: "held by schedule.quiet_hours")
         #expect(line.contains("1 retried recipient(s) held by schedule.quiet_hours; the first may go at \(laterText) (schedule.wait: true)"), "\(line)")
         kill(p.pid, SIGTERM)
@@ -324,7 +291,7 @@ import Glibc
         // Quiet hours ending at the next minute boundary at least 5 s away: one waiting run sends
         // the retry once, after they end.
         let soon = ((Date().timeIntervalSince1970 + 5) / 60).rounded(.up) * 60
-        let w = try herald(["run", try job("quiet-wait", schedule: quiet(until: soon, wait: true))])
+        let w = try herald.run(try job("quiet-wait", schedule: quiet(until: soon, wait: true)))
         #expect(w.status == 0, "\(w.stdout)\(w.stderr)")
         let all = try answered("quiet-wait")
         #expect(all.count == 7 && all.last?.token == 3, "\(all.map(\.token))")

@@ -27,7 +27,7 @@ extension DeliveryEventsTests {
         let path = try job(name, count: 10, events: "{ url: \"\(receiver.url)/e\", flush: 1s, headers_env: { Authorization: EVENTS_TOKEN } }")
 
         let gatewayURL = gateway.url.replacingOccurrences(of: "http://", with: "http://Herald:\(pushPassword)@")
-        let r = try herald(["run", path, "--pushgateway", gatewayURL])
+        let r = try herald.run(path, ["--pushgateway", gatewayURL])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(receiver.requests.first?.headers["authorization"] == Self.secret, "the webhook got the credential")
         #expect(gateway.requests.first?.headers["authorization"]?.hasPrefix("Basic ") == true, "the Pushgateway got the credentials")

@@ -9,28 +9,15 @@ import Testing
 @Suite(.serialized) struct SendWhileReadingTests {
     let dir = TemporaryDirectory("e2e-stream")
     static let count = TwoFileAudience.count
-    /// 2 connections × 100 streams, twice (see CrashResumeTests.window).
-    static let window = 400
+    static let window = CrashResumeTests.window
 
     func writeAudience() throws { try TwoFileAudience.write(in: dir) }
 
-    func writeJob(name: String, prescan: Bool = false, files: String = "../data/a.csv.gz, ../data/b.csv.gz",
-                  audience: String = "", streams: Int = 100) throws -> String {
-        try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience:
-              files: [\(files)]
-              prescan: \(prescan)
-            \(audience)
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              connections: 2
-              streams_per_connection: \(streams)
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "Hi {{first_name}}" } }
-            """)
+    let herald = Herald()
+
+    /// The kill tests' job (TwoFileAudience), read while sending unless `prescan`.
+    func writeJob(name: String, prescan: Bool = false, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TwoFileAudience.job(name) { $0.audience.prescan = prescan; configure(&$0) }.write(in: dir)
     }
 
     func summaryCounts(_ name: String) throws -> [String: Any] {
@@ -43,8 +30,7 @@ import Testing
         let log = dir.file("out/stream-kill.ndjson")
 
         // The reader stops for good after its 4th batch (4,096 rows); the sender goes on with what is recorded.
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job], watch: .stderr,
-                                      environment: ["HERALD_TEST_STALL_AT": "ingest:4"])
+        let p = try herald.start(["run", job.path], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "ingest:4"])
         _ = try p.waitForLine(prefix: "herald-test: stalled at")
         let seen = RequestLog.wait(for: 2_000, in: log) { p.process.isRunning }
         #expect(seen >= 2_000, "pushes leave before the audience is read (\(seen) answered while the reader is stalled)")
@@ -55,12 +41,12 @@ import Testing
         p.kill9()
 
         // Killed again mid-send, further on.
-        let q = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", job])
+        let q = try herald.start(["run", job.path])
         let later = RequestLog.wait(for: 12_000, in: log) { q.process.isRunning }
         q.kill9()
         #expect(later >= 12_000 && later < Self.count + Self.window, "\(later)")
 
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let rerun = try herald.run(job)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         try expectEveryoneOnce(try RequestLog.read(log), allowedResends: 2 * Self.window)
         let counts = try summaryCounts("stream-kill")
@@ -74,13 +60,12 @@ import Testing
     @Test func aRunStartedReadingFirstResumesSendingWhileReading() throws {
         try writeAudience()
         _ = try writeJob(name: "mixed", prescan: true)
-        let p = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", dir.file("jobs/mixed.yaml")], watch: .stderr,
-                                      environment: ["HERALD_TEST_STALL_AT": "ingest:2"])
+        let p = try herald.start(["run", dir.file("jobs/mixed.yaml")], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "ingest:2"])
         _ = try p.waitForLine(prefix: "herald-test: stalled at")
         p.kill9()
         #expect(RequestLog.lineCount(dir.file("out/mixed.ndjson")) == 0)
         let job = try writeJob(name: "mixed", prescan: false)
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let rerun = try herald.run(job)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         try expectEveryoneOnce(try RequestLog.read(dir.file("out/mixed.ndjson")), allowedResends: 0)
         let counts = try summaryCounts("mixed")
@@ -95,8 +80,8 @@ import Testing
         }.joined(separator: " ") + ">"
         try dir.write("data/one.csv", "token,first_name\n\(hex),A\n\"\(bracketed)\",B\n\(hex.uppercased()),C\n\(String(format: "%064x", 7)),D\n")
         try dir.write("data/two.ndjson", "{\"token\":\"\(hex)\",\"first_name\":\"E\"}\n{\"token\":\"\(String(format: "%064x", 8))\",\"first_name\":\"F\"}\n")
-        let job = try writeJob(name: "spell", files: "../data/one.csv, ../data/two.ndjson", streams: 10)
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let job = try writeJob(name: "spell") { $0.audience.files = ["../data/one.csv", "../data/two.ndjson"]; $0.apns.streamsPerConnection = 10 }
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let log = try RequestLog.read(dir.file("out/spell.ndjson"))
         #expect(log.count == 3 && log[hex]?.count == 1, "\(log.keys.sorted())")
@@ -116,8 +101,8 @@ import Testing
         for i in 1...60 { rows.append("not-a-token-\(i),X") }
         for i in 12_001...13_000 { rows.append(String(format: "%064x,N%d", i, i)) }
         try dir.writeGzip("data/late.csv.gz", rows.joined(separator: "\n") + "\n")
-        let job = try writeJob(name: "late", files: "../data/late.csv.gz", audience: "  max_invalid_rows: 50")
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let job = try writeJob(name: "late") { $0.audience.files = ["../data/late.csv.gz"]; $0.audience.maxInvalidRows = "50" }
+        let r = try herald.run(job)
         #expect(r.status == 5, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("max_invalid_rows") && r.stderr.contains("what was sent is recorded"), "\(r.stderr)")
         let log = dir.file("out/late.ndjson")
@@ -129,8 +114,8 @@ import Testing
         let invalid = try ReportCheck.csv(dir.file("reports/late/invalid.csv"))
         #expect(invalid.count >= 51 && invalid.allSatisfy { $0["reason"] == "invalid_token" })
 
-        _ = try writeJob(name: "late", files: "../data/late.csv.gz", audience: "  max_invalid_rows: 100")
-        let rerun = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        _ = try writeJob(name: "late") { $0.audience.files = ["../data/late.csv.gz"]; $0.audience.maxInvalidRows = "100" }
+        let rerun = try herald.run(job)
         #expect(rerun.status == 0, "\(rerun.stdout)\(rerun.stderr)")
         let byToken = try RequestLog.read(log)
         #expect(byToken.count == 13_000 && byToken.values.allSatisfy { $0.count == 1 }, "each valid token sent once")
@@ -144,7 +129,7 @@ import Testing
         let whole = try #require(FileManager.default.contents(atPath: dir.file("data/b.csv.gz")))
         try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: dir.file("data/b.csv.gz")))
         let job = try writeJob(name: "cut")
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job])
+        let r = try herald.run(job)
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
         #expect(r.stderr.contains("b.csv.gz: gzip stream truncated at byte"), "\(r.stderr)")
         let counts = try summaryCounts("cut")

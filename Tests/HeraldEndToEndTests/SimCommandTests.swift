@@ -9,17 +9,21 @@ import Testing
 
     static func token(_ i: Int, prefix: String = "") -> String { prefix + String(format: "%0\(64 - prefix.count)x", i) }
 
-    func run(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
+    let herald = Herald()
 
-    func start(_ extra: [String], key: TestKey) throws -> (BackgroundProcess, URL) {
-        let pub = try dir.write("sim/pub.pem", key.publicKeyPEM)
-        let sim = try BackgroundProcess(ProcessRunner.heraldBinary, [
-            "sim", "--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub,
-            "--bundle-id", "com.example.app", "--ca-out", dir.file("sim/ca.pem"), "--log", dir.file("sim/requests.ndjson"),
-        ] + extra)
-        let line = try sim.waitForLine(prefix: "listening on ")
-        let url = try #require(URL(string: String(line.dropFirst("listening on ".count))))
-        return (sim, url)
+    func start(_ extra: [String], key: TestKey) throws -> (SimulatorProcess, URL) {
+        let sim = try SimulatorProcess(in: dir, trusting: key, arguments: extra)
+        return (sim, try #require(URL(string: sim.url)))
+    }
+
+    /// A job of `tokens` sent to `herald sim` with `key`.
+    func rehearsal(_ name: String, tokens: [String], key: TestKey, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        let keyFile = try key.writeP8(in: dir)
+        return try TestJob(name, tokens: tokens) {
+            $0.apns.endpoint = "production"
+            $0.apns.keyFile = keyFile
+            configure(&$0)
+        }.write(in: dir)
     }
 
     func logLines() throws -> [[String: Any]] {
@@ -29,7 +33,7 @@ import Testing
     }
 
     @Test func helpDocumentsEveryFlag() throws {
-        let r = try run(["sim", "--help"])
+        let r = try herald(["sim", "--help"])
         #expect(r.status == 0)
         let flags = ["--host", "--port", "--cert", "--key", "--ca-out", "--team-id", "--key-id", "--auth-key", "--auth-public-key",
                      "--bundle-id", "--client-ca", "--log", "--unregistered-prefix", "--expired-token-prefix", "--bad-token-prefix",
@@ -50,9 +54,9 @@ import Testing
         let key = TestKey()
         let (sim, url) = try start([], key: key)
         #expect(url.scheme == "https" && url.host == "127.0.0.1" && (url.port ?? 0) > 0)
-        kill(sim.process.processIdentifier, signal)
-        sim.process.waitUntilExit()
-        #expect(sim.process.terminationReason == .exit && sim.process.terminationStatus == 0)
+        kill(sim.process.pid, signal)
+        sim.process.process.waitUntilExit()
+        #expect(sim.process.process.terminationReason == .exit && sim.process.process.terminationStatus == 0)
         let lines = try logLines()
         #expect(lines.count == 1)
         let stats = try #require(lines.last?["stats"] as? [String: Any])
@@ -64,25 +68,14 @@ import Testing
     /// with stats that add up.
     @Test func flagsDriveTheTokenRulesOfARehearsal() throws {
         let key = TestKey()
-        let (sim, url) = try start(["--unregistered-prefix", "dead", "--expired-token-prefix", "e0", "--not-for-topic-prefix", "f0",
+        let (sim, _) = try start(["--unregistered-prefix", "dead", "--expired-token-prefix", "e0", "--not-for-topic-prefix", "f0",
                                     "--bad-token-prefix", "badd", "--flaky-prefix", "f1", "--flaky-count", "1", "--flaky-status", "500"], key: key)
-        defer { _ = sim.stop() }
-        var rows = ["token"]
-        for i in 1...5 { rows.append(Self.token(i)) }
-        for p in ["dead", "e0", "f0", "badd", "f1"] { rows.append(Self.token(1, prefix: p)) }
-        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/job.yaml", """
-            campaign: sim-flags
-            audience: { files: [../data/a.csv] }
-            apns:
-              endpoint: production
-              topic: com.example.app
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-            push:
-              template: { aps: { alert: "hello" } }
-            retry: { max_attempts: 3 }
-            """)
-        let r = try run(["run", job, "--endpoint", url.absoluteString, "--ca-file", dir.file("sim/ca.pem")])
+        defer { sim.stop() }
+        let job = try rehearsal("job", tokens: (1...5).map { Self.token($0) } + ["dead", "e0", "f0", "badd", "f1"].map { Self.token(1, prefix: $0) }, key: key) {
+            $0.campaign = "sim-flags"
+            $0.retry.maxAttempts = 3
+        }
+        let r = try herald.run(job, sim.endpointArguments)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let deliveries = try String(contentsOfFile: dir.file("reports/sim-flags/deliveries.csv"), encoding: .utf8).split(separator: "\n")
         func row(_ token: String) -> String { deliveries.first { $0.contains(token) }.map(String.init) ?? "" }
@@ -106,23 +99,14 @@ import Testing
     /// window in flight (adaptive concurrency shrinks it on 429s, 5xx and lost connections only).
     @Test func slowAnswersKeepEveryStreamInFlight() throws {
         let key = TestKey()
-        let (sim, url) = try start(["--latency-ms", "300"], key: key)
-        defer { _ = sim.stop() }
-        let tokens = (1...500).map { Self.token($0) }
-        try dir.write("data/slow.csv", (["token"] + tokens).joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/slow.yaml", """
-            campaign: sim-slow
-            audience: { files: [../data/slow.csv] }
-            apns:
-              endpoint: production
-              topic: com.example.app
-              auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: dir)) }
-              connections: 1
-              streams_per_connection: 100
-            push:
-              template: { aps: { alert: "hello" } }
-            """)
-        let r = try run(["run", job, "--endpoint", url.absoluteString, "--ca-file", dir.file("sim/ca.pem")])
+        let (sim, _) = try start(["--latency-ms", "300"], key: key)
+        defer { sim.stop() }
+        let job = try rehearsal("slow", tokens: (1...500).map { Self.token($0) }, key: key) {
+            $0.campaign = "sim-slow"
+            $0.apns.connections = 1
+            $0.apns.streamsPerConnection = 100
+        }
+        let r = try herald.run(job, sim.endpointArguments)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(sim.stop() == 0)
         let lines = try logLines()
@@ -134,7 +118,7 @@ import Testing
     @Test func badConfigurationIsOneLineAndExitTwo() throws {
         let pub = try dir.write("pub.pem", TestKey().publicKeyPEM)
         let auth = ["--port", "0", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId, "--auth-public-key", pub]
-        let holder = try BackgroundProcess(ProcessRunner.heraldBinary, ["sim"] + auth)
+        let holder = try herald.start(["sim"] + auth)
         defer { _ = holder.stop() }
         let taken = try #require(URL(string: String(try holder.waitForLine(prefix: "listening on ").dropFirst("listening on ".count)))?.port)
         let cases: [([String], String)] = [
@@ -159,40 +143,29 @@ import Testing
             (["--log", "/nonexistent/dir/requests.ndjson"], "cannot open request log /nonexistent/dir/requests.ndjson"),
         ]
         for (extra, message) in cases {
-            let r = try run(["sim"] + (extra.first == "--port" ? Array(auth.dropFirst(2)) : auth) + extra)
+            let r = try herald(["sim"] + (extra.first == "--port" ? Array(auth.dropFirst(2)) : auth) + extra)
             #expect(r.status == 2, "\(extra): \(r.stderr)")
             #expect(r.stdout.isEmpty, "\(extra): nothing listened")
             #expect(r.stderr.hasPrefix("herald: error: ") && r.stderr.contains(message), "\(extra): \(r.stderr)")
             #expect(r.stderr.split(separator: "\n").count == 1, "\(extra): one line")
         }
-        let noAuth = try run(["sim", "--port", "0"])
+        let noAuth = try herald(["sim", "--port", "0"])
         #expect(noAuth.status == 2 && noAuth.stderr == "herald: error: give --team-id and --key-id (or --client-ca for certificate authentication)\n")
-        let missingCA = try run(["sim", "--port", "0", "--client-ca", "/nonexistent/ca.pem"])
+        let missingCA = try herald(["sim", "--port", "0", "--client-ca", "/nonexistent/ca.pem"])
         #expect(missingCA.status == 2 && missingCA.stderr.contains("cannot read client CA file /nonexistent/ca.pem: no such file"), "\(missingCA.stderr)")
     }
 
     /// The job's `apns.simulator` keys reach the in-process simulator of `endpoint: simulator`.
     @Test func jobKeysDriveTheInProcessSimulator() throws {
-        var rows = ["token"]
-        for i in 1...4 { rows.append(Self.token(i)) }
-        for p in ["e0", "f0"] { rows.append(Self.token(1, prefix: p)) }
-        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/job.yaml", """
-            campaign: sim-keys
-            audience: { files: [../data/a.csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              simulator:
-                expired_token_prefixes: [e0]
-                not_for_topic_prefixes: [f0]
-                latency_ms: 2
-                max_concurrent_streams: 4
-                log: ../out/requests.ndjson
-            push:
-              template: { aps: { alert: "hello" } }
-            """)
-        let r = try run(["run", job])
+        let job = try TestJob("job", tokens: (1...4).map { Self.token($0) } + ["e0", "f0"].map { Self.token(1, prefix: $0) }) {
+            $0.campaign = "sim-keys"
+            $0.apns.simulator.expiredTokenPrefixes = ["e0"]
+            $0.apns.simulator.notForTopicPrefixes = ["f0"]
+            $0.apns.simulator.latencyMs = 2
+            $0.apns.simulator.maxConcurrentStreams = 4
+            $0.apns.simulator.log = "../out/requests.ndjson"
+        }.write(in: dir)
+        let r = try herald.run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let deliveries = try String(contentsOfFile: dir.file("reports/sim-keys/deliveries.csv"), encoding: .utf8)
         #expect(deliveries.contains(",410,ExpiredToken,") && deliveries.contains(",400,DeviceTokenNotForTopic,"))
@@ -205,13 +178,11 @@ import Testing
     /// tested over the wire in HeraldSimulatorTests), and SIGTERM stops both ports.
     @Test func theManagementPortIsAnnouncedAndStopsWithTheSimulator() throws {
         let (sim, url) = try start(["--management-port", "0", "--channel-limit", "1"], key: TestKey())
-        let line = try sim.waitForLine(prefix: "channel management on ")
+        let line = try sim.process.waitForLine(prefix: "channel management on ")
         let management = try #require(URL(string: String(line.dropFirst("channel management on ".count)))?.port)
         #expect(management != url.port && management > 0)
-        kill(sim.pid, SIGTERM)
-        sim.process.waitUntilExit()
-        #expect(sim.process.terminationStatus == 0)
-        let bad = try run(["sim", "--port", "0", "--management-port", "70000", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
+        #expect(sim.stop() == 0)
+        let bad = try herald(["sim", "--port", "0", "--management-port", "70000", "--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
                            "--auth-public-key", dir.file("sim/pub.pem")])
         #expect(bad.status == 2 && bad.stderr.contains("--management-port"), "\(bad.stderr)")
     }

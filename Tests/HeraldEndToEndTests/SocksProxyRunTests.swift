@@ -7,30 +7,31 @@ import Testing
 /// (all_proxy, no_proxy), and an `https://` proxy refused before anything is read.
 @Suite(.serialized) struct SocksProxyRunTests {
     let run = CertificateAndProxyRunTests()
-    static let unset = ["https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": ""]
+    static let unset: [String: String?] = ["https_proxy": "", "HTTPS_PROXY": "", "all_proxy": "", "ALL_PROXY": "", "no_proxy": "", "NO_PROXY": ""]
 
     /// The simulator, dialled by name: socks5h then has a name to hand the proxy.
-    func startSimulator(_ key: TestKey) throws -> (BackgroundProcess, String) {
-        let (sim, url) = try run.startSimulator(["--team-id", TestKey.teamId, "--key-id", TestKey.keyId,
-                                                 "--auth-public-key", try run.dir.write("sim/pub.pem", key.publicKeyPEM)])
-        return (sim, url.replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:"))
+    func startSimulator(_ key: TestKey) throws -> (SimulatorProcess, String) {
+        let sim = try SimulatorProcess(in: run.dir, trusting: key)
+        return (sim, sim.url.replacingOccurrences(of: "//127.0.0.1:", with: "//localhost:"))
     }
 
-    func auth(_ key: TestKey) throws -> String {
-        "  auth: { team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(try key.writeP8(in: run.dir)) }"
+    /// `herald run` against the simulator at `url`.
+    func send(_ job: JobFile, url: String, sim: SimulatorProcess, env: [String: String?]) throws -> RunResult {
+        try run.herald.run(job, ["--endpoint", url, "--ca-file", sim.caFile], environment: env)
     }
 
     @Test func socks5hWithCredentialsFromTheJobAndARefusalThatIsExitTwo() throws {
         let key = TestKey()
         let (sim, url) = try startSimulator(key)
-        defer { _ = sim.stop() }
+        defer { sim.stop() }
         let proxy = try Socks5Proxy(credentials: ("herald", "s0cks-s3cret"))
         defer { proxy.stop() }
-        let job = try run.writeJob("""
-            \(try auth(key))
-              proxy: { url: \(proxy.url("socks5h")), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }
-            """)
-        let refused = try run.run(job, url: url, env: Self.unset.merging(["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "not-it-42"]) { _, new in new })
+        let keyFile = try key.writeP8(in: run.dir)
+        let job = try run.writeJob {
+            $0.keyFile = keyFile
+            $0.proxy = "{ url: \(proxy.url("socks5h")), user_env: HERALD_TEST_PROXY_USER, password_env: HERALD_TEST_PROXY_PASSWORD }"
+        }
+        let refused = try send(job, url: url, sim: sim, env: Self.unset.merging(["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "not-it-42"]) { _, new in new })
         #expect(refused.status == 2, "\(refused.stdout)\(refused.stderr)")
         #expect(refused.stderr.contains("apns.proxy \(proxy.url("socks5h")) refused the tunnel to APNs: "), "\(refused.stderr)")
         #expect(refused.stderr.contains("the SOCKS5 proxy refused the username and password (RFC 1929 status 0x01): it wants credentials "
@@ -38,7 +39,7 @@ import Testing
         #expect(!(refused.stdout + refused.stderr).contains("not-it-42"))
         #expect(proxy.tunnels == 0 && run.requestLog().isEmpty)
 
-        let r = try run.run(job, url: url, env: Self.unset.merging(["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "s0cks-s3cret"]) { _, new in new })
+        let r = try send(job, url: url, sim: sim, env: Self.unset.merging(["HERALD_TEST_PROXY_USER": "herald", "HERALD_TEST_PROXY_PASSWORD": "s0cks-s3cret"]) { _, new in new })
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(try run.counts()["sent"] == CertificateAndProxyRunTests.recipients)
         #expect(run.requestLog().count == CertificateAndProxyRunTests.recipients, "every push reached the simulator")
@@ -51,18 +52,19 @@ import Testing
         run.forgetEarlierRuns()
         let key = TestKey()
         let (sim, url) = try startSimulator(key)
-        defer { _ = sim.stop() }
+        defer { sim.stop() }
         let proxy = try Socks5Proxy()
         defer { proxy.stop() }
-        let job = try run.writeJob("\(try auth(key))\n  engine: nghttp2")
-        let viaProxy = try run.run(job, url: url, env: Self.unset.merging(["all_proxy": proxy.url("socks5")]) { _, new in new })
+        let keyFile = try key.writeP8(in: run.dir)
+        let job = try run.writeJob { $0.keyFile = keyFile; $0.engine = "nghttp2" }
+        let viaProxy = try send(job, url: url, sim: sim, env: Self.unset.merging(["all_proxy": proxy.url("socks5")]) { _, new in new })
         #expect(viaProxy.status == 0, "\(viaProxy.stdout)\(viaProxy.stderr)")
         #expect(try run.counts()["sent"] == CertificateAndProxyRunTests.recipients)
         // socks5://: herald resolved the name and handed the proxy an address.
         #expect(proxy.requests.map(\.description) == ["ATYP 1 127.0.0.1:\(URLComponents(string: url)!.port!)"], "\(proxy.requests)")
 
         for d in ["state", "reports"] { try? FileManager.default.removeItem(atPath: run.dir.file(d)) }
-        let exempt = try run.run(job, url: url, env: Self.unset.merging(["all_proxy": proxy.url("socks5"), "no_proxy": "localhost"]) { _, new in new })
+        let exempt = try send(job, url: url, sim: sim, env: Self.unset.merging(["all_proxy": proxy.url("socks5"), "no_proxy": "localhost"]) { _, new in new })
         #expect(exempt.status == 0, "\(exempt.stdout)\(exempt.stderr)")
         #expect(try run.counts()["sent"] == CertificateAndProxyRunTests.recipients)
         #expect(proxy.tunnels == 1, "no_proxy lists the host: no tunnel")
@@ -72,19 +74,19 @@ import Testing
     @Test func anHttpsProxyIsRefusedBeforeAnythingIsRead() throws {
         run.forgetEarlierRuns()
         let key = TestKey()
-        let job = try run.writeJob("\(try auth(key))\n  proxy: https://proxy.internal:8443")
+        let keyFile = try key.writeP8(in: run.dir)
+        let job = try run.writeJob { $0.keyFile = keyFile; $0.proxy = "https://proxy.internal:8443" }
         let schemes = "use http://, socks5:// or socks5h://"
-        for command in [["validate", job], ["run", job]] {
-            let r = try ProcessRunner.run(ProcessRunner.heraldBinary, command, environment: ProcessInfo.processInfo.environment)
+        for command in [["validate", job.path], ["run", job.path]] {
+            let r = try run.herald(command)
             #expect(r.status == 2, "\(command[0]): \(r.stdout)\(r.stderr)")
-            #expect(r.stderr.contains("\(job) line 8: apns.proxy: https:// proxies are not supported; \(schemes)"), "\(command[0]): \(r.stderr)")
+            #expect(r.stderr.contains("\(job.path) line \(try job.line(of: "  proxy:")): apns.proxy: https:// proxies are not supported; \(schemes)"), "\(command[0]): \(r.stderr)")
         }
         // From the environment: refused as the run starts, before the audience or the state is opened.
-        let fromEnvironment = try run.writeJob(try auth(key))
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", fromEnvironment],
-                                      environment: ProcessInfo.processInfo.environment.merging(Self.unset.merging(["HTTPS_PROXY": "https://u:pw@proxy.internal:8443"]) { _, new in new }) { _, new in new })
+        let fromEnvironment = try run.writeJob { $0.keyFile = keyFile }
+        let r = try run.herald.run(fromEnvironment, environment: Self.unset.merging(["HTTPS_PROXY": "https://u:pw@proxy.internal:8443"]) { _, new in new })
         #expect(r.status == 2, "\(r.stdout)\(r.stderr)")
-        #expect(r.stderr.contains("\(fromEnvironment): the environment's HTTPS_PROXY: https:// proxies are not supported; \(schemes)"), "\(r.stderr)")
+        #expect(r.stderr.contains("\(fromEnvironment.path): the environment's HTTPS_PROXY: https:// proxies are not supported; \(schemes)"), "\(r.stderr)")
         #expect(!(r.stdout + r.stderr).contains("pw@"))
         #expect(!FileManager.default.fileExists(atPath: run.dir.file("reports/connect-test/deliveries.csv")), "stopped before the state file was opened")
     }

@@ -47,27 +47,21 @@ struct StorageFailureTests {
     }
 
     /// The crash tests' job, its state file on the small disk.
-    func writeJob(name: String, extra: String = "") throws -> String {
-        try TwoFileAudience.writeJob(in: dir, name: name, extra: """
-            state: ../disk/\(name).sqlite
-            reports: ../reports/\(name)
-            \(extra)
-            """)
+    func writeJob(name: String, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TwoFileAudience.job(name) {
+            $0.state.file = "../disk/\(name).sqlite"
+            $0.reports.dir = "../reports/\(name)"
+            configure(&$0)
+        }.write(in: dir)
     }
 
     /// Runs `herald run job` to its end; returns the exit status and stderr.
-    func run(_ job: String, untilSent count: Int? = nil, log: String = "", then action: () throws -> Void = {}) throws -> (Int32, String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: ProcessRunner.heraldBinary)
-        p.arguments = ["run", job, "--progress", "never"]
+    func run(_ job: JobFile, untilSent count: Int? = nil, then action: () throws -> Void = {}) throws -> (Int32, String) {
         try FileManager.default.createDirectory(atPath: dir.file("out"), withIntermediateDirectories: true)
         let errPath = dir.file("out/stderr-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-        p.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
+        let p = try Herald().spawn(["run", job.path, "--progress", "never"], stdout: nil, stderr: errPath)
         if let count {
-            let seen = RequestLog.wait(for: count, in: log) { p.isRunning }
+            let seen = RequestLog.wait(for: count, in: job.requestLog) { p.isRunning }
             #expect(seen >= count, "the disk fills mid-send (\(seen) answered before it did)")
             try action()
         }
@@ -100,12 +94,12 @@ struct StorageFailureTests {
         try TwoFileAudience.write(in: dir)
         let disk = try SmallDisk(at: dir.file("disk"), megabytes: 256)
         // Slow enough that the disk fills with most of the campaign still to send.
-        let job = try writeJob(name: "send-full", extra: "throttle: { rate: 2000 }")
+        let job = try writeJob(name: "send-full") { $0.throttle.rate = 2000 }
         let state = dir.file("disk/send-full.sqlite")
         let log = dir.file("out/send-full.ndjson")
 
         var filler = ""
-        let (status, stderr) = try run(job, untilSent: 2_000, log: log) { filler = try disk.fill() }
+        let (status, stderr) = try run(job, untilSent: 2_000) { filler = try disk.fill() }
         #expect(status == 4, "a full disk while sending is exit 4: \(stderr)")
         #expect(stderr.contains(state) && stderr.contains("disk") && stderr.contains("full"), "names the file and the disk: \(stderr)")
         #expect(stderr.contains("not the job"), "\(stderr)")

@@ -22,17 +22,14 @@ import Testing
     @Test(.enabled(if: browserInstalled.runs, browserInstalled.skipReason))
     func summaryPageRendersTitleTotalsAndChartsInChromium() throws {
         try Self.browserInstalled.require()
-        var rows = ["id,token"]
-        for i in 1...30 { rows.append("u\(i),\(String(format: "%064x", i))") }
-        for i in 1...3 { rows.append("d\(i),dead\(String(format: "%060x", i))") }
-        try dir.write("data/a.csv", rows.joined(separator: "\n") + "\n")
-        let job = try dir.write("jobs/html.yaml", """
-            campaign: html-check
-            audience: { files: [../data/a.csv], id_field: id }
-            apns: { endpoint: simulator, topic: com.example.app, simulator: { unregistered_prefixes: [dead] } }
-            push: { template: { aps: { alert: "Hi" } } }
-            """)
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job], cwd: "/")
+        let job = try TestJob("html", rows: ["id,token"] + (1...30).map { "u\($0),\(String(format: "%064x", $0))" }
+                                             + (1...3).map { "d\($0),dead\(String(format: "%060x", $0))" }) {
+            $0.campaign = "html-check"
+            $0.audience.idField = "id"
+            $0.apns.simulator.unregisteredPrefixes = ["dead"]
+            $0.push.template = #"{ aps: { alert: "Hi" } }"#
+        }.write(in: dir)
+        let r = try Herald().run(job)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         let page = "file://" + dir.file("reports/html-check/summary.html")
 

@@ -11,27 +11,24 @@ import Testing
     static func token(_ i: Int) -> String { String(format: "%064x", i) }
 
     /// A job in `<area>/jobs/<name>.yaml`; every job of one area shares `<area>/state/`.
-    func job(_ area: String, _ name: String, tokens: [Int], type: String = "background", extra: String = "") throws -> String {
+    let herald = Herald()
+
+    /// A job in `<area>/jobs/<name>.yaml`; every job of one area shares `<area>/state/`.
+    func job(_ area: String, _ name: String, tokens: [Int], type: String = "background",
+             _ configure: (inout TestJob) -> Void = { _ in }) throws -> String {
         try dir.write("\(area)/data/\(name).csv", (["token"] + tokens.map(Self.token)).joined(separator: "\n") + "\n")
-        let template = type == "background" ? "{ aps: { content-available: 1 }, sync: inbox }" : "{ aps: { alert: hello } }"
-        return try dir.write("\(area)/jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv] }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              streams_per_connection: 20
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              type: \(type)
-              template: \(template)
-            \(extra)
-            """)
+        let job = TestJob(name) {
+            $0.audience.files = ["../data/\(name).csv"]
+            $0.apns.streamsPerConnection = 20
+            $0.push.type = type
+            $0.push.template = type == "background" ? "{ aps: { content-available: 1 }, sync: inbox }" : "{ aps: { alert: hello } }"
+            configure(&$0)
+        }
+        return try dir.write("\(area)/jobs/\(name).yaml", job.yaml)
     }
 
-    func run(_ job: String, _ args: [String] = [], env: [String: String] = [:]) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, ["run", job] + args,
-                              environment: ProcessInfo.processInfo.environment.merging(env) { _, new in new })
+    func run(_ job: String, _ args: [String] = [], env: [String: String?] = [:]) throws -> RunResult {
+        try herald(["run", job] + args, environment: env)
     }
 
     /// The simulator's log: per token, each request's headers and arrival time.
@@ -104,7 +101,7 @@ import Testing
         #expect(rb.stdout.contains("3 throttled"), "\(rb.stdout)")
 
         // defer: pending, the run says why and exits 4; a rerun inside the window still sends nothing.
-        let c = try job("budget", "c", tokens: Array(1...3), extra: "throttle: { silent_over_budget: defer }")
+        let c = try job("budget", "c", tokens: Array(1...3)) { $0.throttle.silentOverBudget = "defer" }
         for attempt in 1...2 {
             let rc = try run(c)
             #expect(rc.status == 4, "attempt \(attempt): \(rc.stdout)\(rc.stderr)")
@@ -115,9 +112,7 @@ import Testing
             #expect(try counts("budget", "c")["pending"] == 3)
         }
         // A budget of 3 has room: the same deferred campaign with a larger budget goes out.
-        let bigger = try String(contentsOfFile: c, encoding: .utf8)
-            .replacingOccurrences(of: "silent_over_budget: defer", with: "silent_over_budget: defer, silent_per_device_per_hour: 3")
-        try bigger.write(toFile: c, atomically: true, encoding: .utf8)
+        _ = try job("budget", "c", tokens: Array(1...3)) { $0.throttle.silentOverBudget = "defer"; $0.throttle.silentPerDevicePerHour = 3 }
         let rc = try run(c)
         #expect(rc.status == 0, "\(rc.stdout)\(rc.stderr)")
         #expect(try sent("budget", "c").values.map(\.count).sorted() == [1, 1, 1])
@@ -127,11 +122,11 @@ import Testing
     /// push goes out on a run after its window opens, and only then.
     @Test func aDeferredPushIsSentByALaterRunAfterItsWindow() throws {
         let window = 10.0
-        let env = ["HERALD_TEST_SILENT_WINDOW": String(Int(window))]
+        let env: [String: String?] = ["HERALD_TEST_SILENT_WINDOW": String(Int(window))]
         let a = try job("window", "a", tokens: [7])
         #expect(try run(a, env: env).status == 0)
         #expect(try run(a, ["--new-run"], env: env).status == 0)
-        let d = try job("window", "d", tokens: [7, 8], extra: "throttle: { silent_over_budget: defer }")
+        let d = try job("window", "d", tokens: [7, 8]) { $0.throttle.silentOverBudget = "defer" }
         let first = try run(d, env: env)
         #expect(first.status == 4, "\(first.stdout)\(first.stderr)")
         #expect(Set(try sent("window", "d").keys) == [Self.token(8)])
@@ -151,9 +146,8 @@ import Testing
     /// Two campaigns started together, sharing 300 devices and a budget of one push per device:
     /// every device gets exactly one push from the two of them.
     @Test func concurrentCampaignsShareTheBudget() throws {
-        let extra = "throttle: { silent_per_device_per_hour: 1, silent_rate: 300 }"
-        let jobs = try ["x", "y"].map { try job("race", $0, tokens: Array(1...300), extra: extra) }
-        let procs = try jobs.map { try BackgroundProcess(ProcessRunner.heraldBinary, ["run", $0]) }
+        let jobs = try ["x", "y"].map { try job("race", $0, tokens: Array(1...300)) { $0.throttle.silentPerDevicePerHour = 1; $0.throttle.silentRate = 300 } }
+        let procs = try jobs.map { try herald.start(["run", $0]) }
         for p in procs { p.process.waitUntilExit(); #expect(p.process.terminationStatus == 0) }
         let x = try sent("race", "x"), y = try sent("race", "y")
         for i in 1...300 {
@@ -165,13 +159,12 @@ import Testing
     /// kill -9 after the ledger commit and before the pushes leave: the slots stay reserved
     /// (another campaign is refused), and the rerun resends with the same apns-ids on those slots.
     @Test func aCrashBetweenTheLedgerAndTheSendLeavesAReservedSlotNeverAnUnrecordedPush() throws {
-        let a = try job("crash", "a", tokens: Array(1...5), extra: "throttle: { silent_per_device_per_hour: 1 }")
-        let stalled = try BackgroundProcess(ProcessRunner.heraldBinary, ["run", a], watch: .stderr,
-                                            environment: ["HERALD_TEST_STALL_AT": "ledger:1"])
+        let a = try job("crash", "a", tokens: Array(1...5)) { $0.throttle.silentPerDevicePerHour = 1 }
+        let stalled = try herald.start(["run", a], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "ledger:1"])
         _ = try stalled.waitForLine(prefix: "herald-test: stalled")
         stalled.kill9()
         #expect(try sent("crash", "a").isEmpty, "nothing left before the kill")
-        let b = try job("crash", "b", tokens: Array(1...5), extra: "throttle: { silent_per_device_per_hour: 1 }")
+        let b = try job("crash", "b", tokens: Array(1...5)) { $0.throttle.silentPerDevicePerHour = 1 }
         #expect(try run(b).status == 0)
         #expect(try sent("crash", "b").isEmpty && counts("crash", "b")["throttled"] == 5, "the reserved slots count")
         let rerun = try run(a)
@@ -182,7 +175,7 @@ import Testing
     /// The deadline stops new sends, leaves the rest pending (exit 4) and sets apns-expiration;
     /// the next run (its own window) goes on without sending anyone twice.
     @Test func theDeadlineLeavesRecipientsPendingWithExit4AndSetsExpiration() throws {
-        let path = try job("deadline", "late", tokens: Array(1...200), type: "alert", extra: "throttle: { rate: 40, deadline: 2s }")
+        let path = try job("deadline", "late", tokens: Array(1...200), type: "alert") { $0.throttle.rate = 40; $0.throttle.deadline = "2s" }
         let started = Date().timeIntervalSince1970
         let r = try run(path)
         #expect(r.status == 4, "\(r.stdout)\(r.stderr)")

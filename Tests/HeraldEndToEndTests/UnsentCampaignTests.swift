@@ -10,24 +10,15 @@ import Testing
 @Suite(.serialized) struct UnsentCampaignTests {
     let dir = TemporaryDirectory("e2e-unsent")
 
-    func tokens(_ range: ClosedRange<Int>) -> [String] { range.map { String(format: "%064x", $0) } }
+    let herald = Herald()
 
-    func job(_ name: String, rows: [String]?, audience: String = "", schedule: String? = nil) throws -> String {
-        if let rows { try dir.write("data/\(name).csv", (["token"] + rows).joined(separator: "\n") + "\n") }
-        return try dir.write("jobs/\(name).yaml", """
-            campaign: \(name)
-            audience: { files: [../data/\(name).csv]\(audience) }
-            apns:
-              endpoint: simulator
-              topic: com.example.app
-              simulator: { log: ../out/\(name).ndjson }
-            push:
-              template: { aps: { alert: "hello" } }
-            \(schedule.map { "schedule: \($0)" } ?? "")
-            """)
+    /// A job reading data/<name>.csv: `rows` (one token a row) when given, else what the test writes.
+    func job(_ name: String, rows: [String]?, _ configure: (inout TestJob) -> Void = { _ in }) throws -> JobFile {
+        try TestJob(name, tokens: rows) {
+            $0.audience.files = ["../data/\(name).csv"]
+            configure(&$0)
+        }.write(in: dir)
     }
-
-    func herald(_ args: [String]) throws -> ProcessRunner.Result { try ProcessRunner.run(ProcessRunner.heraldBinary, args, cwd: "/") }
 
     func sent(_ name: String) -> Int { RequestLog.lineCount(dir.file("out/\(name).ndjson")) }
 
@@ -39,9 +30,9 @@ import Testing
         ("{ local_time: { from: \"22:00\", to: \"23:30\" }, quiet_hours: { from: \"21:00\", to: \"24:00\" } }", "cover the whole of local_time"),
     ])
     func quietHoursThatLeaveNoMinuteAreRefused(schedule: String, message: String) throws {
-        let path = try job("quiet", rows: tokens(1...3), schedule: schedule)
+        let path = try job("quiet", rows: tokens(1...3)) { $0.schedule = schedule }
         for command in ["validate", "run"] {
-            let r = try herald([command, path])
+            let r = try herald([command, path.path])
             #expect(r.status == 2, "\(command): \(r.stdout)\(r.stderr)")
             #expect(r.stderr.contains(message) && r.stderr.contains("quiet.yaml"), "\(command): \(r.stderr)")
         }
@@ -51,13 +42,13 @@ import Testing
     @Test func aHeaderOnlyExportIsRefusedAndTheCorrectedOneSends() throws {
         let path = try job("header-only", rows: [])
         for command in ["validate", "run"] {
-            let r = try herald([command, path])
+            let r = try herald([command, path.path])
             #expect(r.status == 2, "\(command): \(r.stdout)\(r.stderr)")
             #expect(r.stderr.contains("header-only.csv: a header and no data row") && r.stderr.contains("audience.allow_empty"), "\(r.stderr)")
         }
         // The export is fixed: the rerun reads it and sends every row (nothing was recorded as final).
         try dir.write("data/header-only.csv", (["token"] + tokens(1...4)).joined(separator: "\n") + "\n")
-        let fixed = try herald(["run", path])
+        let fixed = try herald.run(path)
         #expect(fixed.status == 0, "\(fixed.stdout)\(fixed.stderr)")
         #expect(sent("header-only") == 4)
     }
@@ -65,41 +56,44 @@ import Testing
     @Test func blankLinesAndAnEmptyNDJSONFileAreNoAudienceEither() throws {
         try dir.write("data/blank.csv", "token\n\n\n")
         let csv = try job("blank", rows: nil)
-        let r = try herald(["run", csv])
+        let r = try herald.run(csv)
         #expect(r.status == 2 && r.stderr.contains("blank.csv: a header and no data row"), "\(r.stderr)")
         try dir.write("data/nd.csv", "\n  \n")
-        let nd = try dir.write("jobs/nd.yaml", try String(contentsOfFile: try job("nd", rows: nil), encoding: .utf8)
-            .replacingOccurrences(of: "files: [../data/nd.csv]", with: "files: [../data/nd.csv], format: ndjson"))
-        let n = try herald(["run", nd])
+        let nd = try job("nd", rows: nil) { $0.audience.format = "ndjson" }
+        let n = try herald.run(nd)
         #expect(n.status == 2 && n.stderr.contains("nd.csv: no data row"), "\(n.stderr)")
     }
 
     @Test func allowEmptyFinishesAnEmptyAudience() throws {
-        let path = try job("allowed", rows: [], audience: ", allow_empty: true")
-        let v = try herald(["validate", path])
+        let path = try job("allowed", rows: []) { $0.audience.allowEmpty = true }
+        let v = try herald(["validate", path.path])
         #expect(v.status == 0, "\(v.stdout)\(v.stderr)")
-        let r = try herald(["run", path])
+        let r = try herald.run(path)
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(sent("allowed") == 0)
     }
 
     @Test func aPastDateIsRefusedBeforeTheRunStarts() throws {
-        let path = try job("past", rows: tokens(1...3), audience: ", timezone_field: tz",
-                           schedule: "{ local_time: { from: \"09:00\", to: \"11:00\" }, date: 2020-01-15 }")
+        let path = try job("past", rows: tokens(1...3)) {
+            $0.audience.timezoneField = "tz"
+            $0.schedule = "{ local_time: { from: \"09:00\", to: \"11:00\" }, date: 2020-01-15 }"
+        }
         try dir.write("data/past.csv", "token,tz\n" + tokens(1...3).map { "\($0),Pacific/Pago_Pago" }.joined(separator: "\n") + "\n")
         for command in ["validate", "run"] {
-            let r = try herald([command, path])
+            let r = try herald([command, path.path])
             #expect(r.status == 2, "\(command): \(r.stdout)\(r.stderr)")
             #expect(r.stderr.contains("schedule.date 2020-01-15 is in the past") && r.stderr.contains("past.yaml"), "\(command): \(r.stderr)")
         }
         #expect(sent("past") == 0)
         // Nothing was recorded: `herald status` finds no run of the campaign.
-        let status = try herald(["status", path])
+        let status = try herald(["status", path.path])
         #expect(!status.stdout.contains("finished"), "\(status.stdout)\(status.stderr)")
         // Without the date, each recipient's next window: the run waits (wait: false → exit 4), it does not finish.
-        let later = try job("past", rows: nil, audience: ", timezone_field: tz",
-                            schedule: "{ local_time: { from: \"09:00\", to: \"11:00\" }, wait: false }")
-        let r = try herald(["run", later])
+        let later = try job("past", rows: nil) {
+            $0.audience.timezoneField = "tz"
+            $0.schedule = "{ local_time: { from: \"09:00\", to: \"11:00\" }, wait: false }"
+        }
+        let r = try herald.run(later)
         #expect(r.status == 0 || r.status == 4, "\(r.stdout)\(r.stderr)")
     }
 }

@@ -28,22 +28,18 @@ import Testing
             """)
     }
 
-    func writeJob(extra: String = "", files: String = "[\"../data/part-*.csv.gz\", ../data/extra.ndjson]") throws -> String {
-        try dir.write("jobs/job.yaml", """
-            campaign: validate-test
-            audience:
-              files: \(files)
-              id_field: id
-            \(extra)
-            apns: { endpoint: simulator, topic: com.example.app }
-            push:
-              template: { aps: { alert: { title: "Hi {{first_name}}", body: "x" }, badge: "{{unread:int}}" } }
-            """)
+    /// The glob of gzip parts and the NDJSON file unless `files` names others; `configure` sets the rest.
+    func writeJob(files: [String] = ["../data/part-*.csv.gz", "../data/extra.ndjson"], _ configure: (inout TestJob) -> Void = { _ in }) throws -> String {
+        try TestJob("job") {
+            $0.campaign = "validate-test"
+            $0.audience.files = files
+            $0.audience.idField = "id"
+            $0.push.template = #"{ aps: { alert: { title: "Hi {{first_name}}", body: "x" }, badge: "{{unread:int}}" } }"#
+            configure(&$0)
+        }.write(in: dir).path
     }
 
-    func validate(_ args: [String]) throws -> ProcessRunner.Result {
-        try ProcessRunner.run(ProcessRunner.heraldBinary, ["validate"] + args, cwd: "/")
-    }
+    func validate(_ args: [String]) throws -> RunResult { try Herald()(["validate"] + args) }
 
     func object(_ text: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
@@ -51,7 +47,7 @@ import Testing
 
     @Test func jsonCountsWithinTheLimitExitZero() throws {
         try writeAudience()
-        let r = try validate([try writeJob(extra: "  max_invalid_rows: 4"), "--json"])
+        let r = try validate([try writeJob { $0.audience.maxInvalidRows = "4" }, "--json"])
         #expect(r.status == 0, "\(r.stdout)\(r.stderr)")
         #expect(r.stdout.split(separator: "\n").count == 1, "one JSON object on one line")
         let o = try object(r.stdout)
@@ -101,18 +97,18 @@ import Testing
         #expect(r.status == 2)
         #expect(r.stderr.contains("missing.yaml: job file not found"))
 
-        r = try validate([try writeJob(files: "../data/nothing-*.csv.gz")])
+        r = try validate([try writeJob(files: ["../data/nothing-*.csv.gz"])])
         #expect(r.status == 2)
         #expect(r.stderr.contains("audience.files pattern ../data/nothing-*.csv.gz matches no file"), "\(r.stderr)")
 
         let full = try Data(contentsOf: URL(fileURLWithPath: dir.file("data/part-1.csv.gz")))
         try full.prefix(full.count - 3).write(to: URL(fileURLWithPath: dir.file("data/cut.csv.gz")))
-        r = try validate([try writeJob(files: "[../data/part-2.csv.gz, ../data/cut.csv.gz]"), "--json"])
+        r = try validate([try writeJob(files: ["../data/part-2.csv.gz", "../data/cut.csv.gz"]), "--json"])
         #expect(r.status == 2)
         #expect(r.stdout.isEmpty)
         #expect(r.stderr.contains("../data/cut.csv.gz: gzip stream truncated at byte \(full.count - 3)"), "\(r.stderr)")
 
-        r = try validate([try writeJob(extra: "  registered_at_field: registered")])
+        r = try validate([try writeJob { $0.audience.registeredAtField = "registered" }])
         #expect(r.status == 2)
         #expect(r.stderr.contains("header has no column \"registered\" named by audience.registered_at_field"), "\(r.stderr)")
     }

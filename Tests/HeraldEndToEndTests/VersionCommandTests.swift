@@ -5,7 +5,7 @@ import Testing
 /// `herald --version`: herald's version and the libraries it runs on, as loaded.
 @Suite struct VersionCommandTests {
     @Test func printsHeraldsVersionAndEveryLibraryItRunsOn() throws {
-        let r = try ProcessRunner.run(ProcessRunner.heraldBinary, ["--version"])
+        let r = try Herald()(["--version"])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
         try #require(lines.count == 5, "\(r.stdout)")

@@ -10,11 +10,14 @@ public final class BackgroundProcess: @unchecked Sendable {
     public enum Watched: Sendable { case stdout, stderr }
 
     public init(_ executable: String, _ arguments: [String], watch: Watched = .stdout,
-                environment: [String: String] = [:]) throws {
+                environment: [String: String?] = [:]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        // The test's environment with these changes (a nil value unsets a variable).
         if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            var env = ProcessInfo.processInfo.environment
+            for (name, value) in environment { env[name] = value }
+            process.environment = env
         }
         switch watch {
         case .stdout:
