@@ -50,13 +50,15 @@ public enum CampaignControlError: Error, CustomStringConvertible, Equatable {
 }
 
 extension StateStore {
-    /// The campaign's hold, if any. One indexed read of a one-row table.
+    /// The campaign's hold, if any. One read of a one-row table, with a statement kept prepared
+    /// and no read-only switch around it (`inDatabase`, not `read`): a running campaign's watcher
+    /// asks several times a second.
     public func control() throws(StateError) -> CampaignControl? {
-        try read { db in try Self.control(db) }
+        do { return try db.inDatabase { db in try Self.control(db) } } catch { throw StateError(path: path, error) }
     }
 
     static func control(_ db: Database) throws -> CampaignControl? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT action, by, at, reason FROM campaign_control WHERE id = 1"),
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT action, by, at, reason FROM campaign_control WHERE id = 1")),
               let action = CampaignControl.Action(rawValue: row["action"]) else { return nil }
         return CampaignControl(action: action, by: row["by"], at: row["at"], reason: row["reason"])
     }

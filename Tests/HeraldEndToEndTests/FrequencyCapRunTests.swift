@@ -65,4 +65,34 @@ import Testing
         let preview = try herald(["preview", c.path, "-n", "1"])
         #expect(preview.stdout.contains("capped: 1 push in the last 24h (deferred)"), "\(preview.stdout)")
     }
+
+    /// Background pushes of a capped category count under both budgets of the one ledger: a push
+    /// the silent-push budget holds back takes no frequency-cap slot, and `herald preview` shows both.
+    @Test func theSilentBudgetAndACapShareOneLedger() throws {
+        func sync(_ name: String) throws -> JobFile {
+            try TestJob(name, tokens: HeraldTestSupport.tokens(1...20)) {
+                $0.push.type = "background"
+                $0.push.template = "{ aps: { content-available: 1 } }"
+                $0.throttle.silentPerDevicePerHour = 1
+                $0.throttle.frequencyCap = "{ category: sync, limits: [{ max: 2, per: 24h }] }"
+                $0.state.file = "../state/ledger-\(name).sqlite"
+            }.write(in: dir)
+        }
+        let first = try sync("sync-a")
+        #expect(try herald.run(first).status == 0)
+        #expect(try tokens(in: "sync-a").count == 20)
+
+        let second = try sync("sync-b")
+        let preview = try herald(["preview", second.path, "-n", "1"])
+        #expect(preview.stdout.contains("over the silent-push budget: 1 push in the last 1h (skipped)"), "\(preview.stdout)")
+        #expect(preview.stdout.contains("frequency cap sync: room"), "\(preview.stdout)")
+        let r = try herald.run(second)
+        #expect(r.status == 0, "\(r.output)")
+        #expect(try tokens(in: "sync-b").isEmpty)
+        #expect((try second.summary()["by_reason"] as? [String: Int])?["silent_budget"] == 20)
+        // Held by the silent budget, the second campaign took no cap slot: one push each so far, not two.
+        let third = try sync("sync-c")
+        let after = try herald(["preview", third.path, "-n", "1"])
+        #expect(after.stdout.contains("frequency cap sync: room"), "\(after.stdout)")
+    }
 }

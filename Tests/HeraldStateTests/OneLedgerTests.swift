@@ -57,7 +57,9 @@ import Testing
         try DatabaseQueue(path: path).writeWithoutTransaction { db in try db.execute(sql: SharedStoreV4Fixture.sql) }
         let then = Date(timeIntervalSince1970: SharedStoreV4Fixture.writtenAt)
 
+        #expect(try SharedStore(path: path, readOnly: true).isCurrent == false, "read-only: never migrated (herald preview)")
         let ledger = try SharedStore(path: path)
+        #expect(ledger.isCurrent)
         let tables = try ledger.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
         #expect(!tables.contains("silent_push"), "one table: the silent-push entries moved")
         for i in 1...6 {
