@@ -10,9 +10,10 @@ SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
 TEST_PACKAGES := chromium prometheus-pushgateway bindfs nghttp2-server
 # Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).
 BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
-# Only `make test-package` needs these: debootstrap makes the clean Debian 12 root; binutils' objdump
-# reads the binary's libraries for the .deb's Depends.
-PACKAGE_TEST_PACKAGES := debootstrap binutils
+# `make deb` and `make dist` need binutils (objdump reads the binary's libraries for the .deb's Depends);
+# `make test-package` also debootstrap, which makes the clean Debian 12 root.
+PACKAGE_PACKAGES := binutils
+PACKAGE_TEST_PACKAGES := binutils debootstrap
 HERALD_DEBUG := .build/debug/herald
 # The release build's folder (SCRATCH=.build-x keeps a second one apart).
 SCRATCH ?= .build
@@ -28,14 +29,15 @@ DIST_DIR := dist
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: deps test-deps bench-deps package-test-deps build release man install uninstall deb dist test-package \
+.PHONY: deps test-deps bench-deps package-deps package-test-deps build release man install uninstall deb dist test-package \
 	test demo bench clean fuzz fuzz-check sanitize
 
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(TEST_PACKAGES)
 bench-deps: PACKAGES = $(BENCH_PACKAGES)
+package-deps: PACKAGES = $(PACKAGE_PACKAGES)
 package-test-deps: PACKAGES = $(PACKAGE_TEST_PACKAGES)
-deps test-deps bench-deps package-test-deps:
+deps test-deps bench-deps package-deps package-test-deps:
 	@missing=""; \
 	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -75,10 +77,10 @@ uninstall:
 
 # dist/herald_VERSION_ARCH.deb (dpkg-deb, Depends read off the binary) and
 # dist/herald-VERSION-linux-ARCH.tar.gz (the same files for /usr/local).
-deb: man package-test-deps
+deb: man package-deps
 	@HERALD_BINARY=$(HERALD_RELEASE) MANPAGE=$(MANPAGE) VERSION=$(VERSION) packaging/deb.sh $(DIST_DIR)
 
-dist: man package-test-deps
+dist: man package-deps
 	@HERALD_BINARY=$(HERALD_RELEASE) MANPAGE=$(MANPAGE) VERSION=$(VERSION) packaging/dist.sh $(DIST_DIR)
 
 # The .deb installed with apt-get into a clean Debian 12 root (debootstrap, cached in
