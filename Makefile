@@ -10,15 +10,34 @@ SYSTEM_PACKAGES := libsqlite3-dev libcurl4-openssl-dev libnghttp2-dev libssl-dev
 TEST_PACKAGES := chromium prometheus-pushgateway bindfs nghttp2-server
 # Only `make bench` needs these: the nginx stand-in APNs, h2load, GNU time (peak RSS).
 BENCH_PACKAGES := nginx-light nghttp2-client time valgrind
+# `make deb` and `make dist` need binutils (objdump reads the binary's libraries for the .deb's Depends);
+# `make test-package` also debootstrap, which makes the clean Debian 12 root.
+PACKAGE_PACKAGES := binutils
+PACKAGE_TEST_PACKAGES := binutils debootstrap
 HERALD_DEBUG := .build/debug/herald
-HERALD_RELEASE := .build/release/herald
+# The release build's folder (SCRATCH=.build-x keeps a second one apart).
+SCRATCH ?= .build
+HERALD_RELEASE := $(SCRATCH)/release/herald
+# The Swift runtime and Foundation linked in, so the binary needs only Debian's libraries
+# (docs/installing.md); instructions per push are the same as with the shared runtime (docs/benchmarks.md).
+RELEASE_FLAGS := -c release --static-swift-stdlib
+VERSION := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/HeraldCore/HeraldVersion.swift)
+MANPAGE := $(SCRATCH)/herald.1
+DIST_DIR := dist
+# `make install`: PREFIX and DESTDIR as usual; the other directories follow PREFIX unless given
+# (packaging/stage.sh lists them).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: deps test-deps bench-deps build release test demo bench clean fuzz fuzz-check sanitize
+.PHONY: deps test-deps bench-deps package-deps package-test-deps build release man install uninstall deb dist test-package \
+	test demo bench clean fuzz fuzz-check sanitize
 
 deps: PACKAGES = $(SYSTEM_PACKAGES)
 test-deps: PACKAGES = $(TEST_PACKAGES)
 bench-deps: PACKAGES = $(BENCH_PACKAGES)
-deps test-deps bench-deps:
+package-deps: PACKAGES = $(PACKAGE_PACKAGES)
+package-test-deps: PACKAGES = $(PACKAGE_TEST_PACKAGES)
+deps test-deps bench-deps package-deps package-test-deps:
 	@missing=""; \
 	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -38,7 +57,37 @@ build: deps
 	swift build --product herald
 
 release: deps
-	swift build -c release --product herald
+	swift build --scratch-path $(SCRATCH) $(RELEASE_FLAGS) --product herald
+
+# The man page, by swift-argument-parser's generate-manual tool from the release binary.
+man: release
+	@packaging/manpage.sh $(HERALD_RELEASE) $(SCRATCH) $(MANPAGE)
+
+# The binary, bash/zsh/fish completions, the man page, README, CHANGELOG, docs/ and the demo
+# campaign as examples (docs/installing.md).
+install: man
+	@HERALD_BINARY=$(HERALD_RELEASE) MANPAGE=$(MANPAGE) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) packaging/stage.sh
+	@echo "herald $(VERSION) installed under $(DESTDIR)$(PREFIX)"
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/herald $(DESTDIR)$(PREFIX)/share/man/man1/herald.1.gz \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions/herald $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_herald \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/herald.fish
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/herald
+
+# dist/herald_VERSION_ARCH.deb (dpkg-deb, Depends read off the binary) and
+# dist/herald-VERSION-linux-ARCH.tar.gz (the same files for /usr/local).
+deb: man package-deps
+	@HERALD_BINARY=$(HERALD_RELEASE) MANPAGE=$(MANPAGE) VERSION=$(VERSION) packaging/deb.sh $(DIST_DIR)
+
+dist: man package-deps
+	@HERALD_BINARY=$(HERALD_RELEASE) MANPAGE=$(MANPAGE) VERSION=$(VERSION) packaging/dist.sh $(DIST_DIR)
+
+# The .deb installed with apt-get into a clean Debian 12 root (debootstrap, cached in
+# HERALD_PACKAGE_CACHE, default /var/cache/herald-test-package) with no Swift toolchain, then
+# herald --version, herald sim and a campaign against it there (packaging/test-package.sh). Needs root.
+test-package: deb package-test-deps
+	packaging/test-package.sh $(DIST_DIR)/herald_$(VERSION)_$$(dpkg --print-architecture).deb
 
 test: deps test-deps
 	swift build --build-tests
@@ -80,8 +129,8 @@ demo: build
 	@echo "Reports are in $(CURDIR)/reports/demo-spring-sale/ (summary.html, deliveries.csv, deliveries.ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)"
 
 bench: release bench-deps
-	swift build -c release --product herald-bench
+	swift build --scratch-path $(SCRATCH) $(RELEASE_FLAGS) --product herald-bench
 	@python3 Benchmarks/run_bench.py $(HERALD_RELEASE)
 
 clean:
-	rm -rf .build state reports bench-out
+	rm -rf .build state reports bench-out $(DIST_DIR)
