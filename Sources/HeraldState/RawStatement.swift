@@ -95,6 +95,7 @@ struct RawRow {
     func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
     func optionalInt(_ column: Int32) -> Int? { isNull(column) ? nil : int(column) }
     func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }
     func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : sqlite3_column_double(handle, column) }
     func byteArray(_ column: Int32) -> [UInt8] { Array(bytes(column)) }
     func optionalBytes(_ column: Int32) -> UnsafeRawBufferPointer? { isNull(column) ? nil : bytes(column) }

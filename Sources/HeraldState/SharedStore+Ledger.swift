@@ -49,32 +49,53 @@ extension SharedStore {
         return try immediate { db in try Self.admit(db, pushes, topic: topic, caps: caps, campaign: campaign, now: now) }
     }
 
+    /// Statements through `RawStatement` (SQLite's C API on GRDB's prepared statements): every
+    /// push of a budgeted campaign runs them, and GRDB's argument boxing would cost more than
+    /// SQLite's own work on them.
     private static func admit(_ db: Database, _ pushes: [LedgerPush], topic: String, caps: [FrequencyCap], campaign: String,
                               now: Date) throws -> [LedgerDecision] {
         let t = now.timeIntervalSince1970
-        let recent = try db.cachedStatement(sql: """
-            SELECT sent_at, apns_id FROM frequency_push WHERE category = ? AND topic = ? AND token = ? AND sent_at > ? ORDER BY sent_at
+        let recent = try RawStatement(cached: db, sql: """
+            SELECT sent_at, apns_id FROM frequency_push WHERE category = ?1 AND topic = ?2 AND token = ?3 AND sent_at > ?4 ORDER BY sent_at
             """)
-        let insert = try db.cachedStatement(sql: """
-            INSERT INTO frequency_push (category, topic, token, apns_id, campaign, sent_at) VALUES (?, ?, ?, ?, ?, ?)
+        let insert = try RawStatement(cached: db, sql: """
+            INSERT INTO frequency_push (category, topic, token, apns_id, campaign, sent_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
             """)
+        defer { recent.clearBindings(); insert.clearBindings() }
+        insert.bind(5, campaign)
+        insert.bind(6, t)
         var out: [LedgerDecision] = []
         out.reserveCapacity(pushes.count)
+        var times: [Double] = []
         for push in pushes {
             var decision = LedgerDecision.admitted
-            var slots: [FrequencyCap] = []
-            for cap in caps {
-                let rows = try Row.fetchAll(recent, arguments: [cap.category, cap.scope(topic), push.token, t - Double(cap.longest)])
-                if rows.contains(where: { ($0["apns_id"] as String) == push.apnsId }) { continue }
-                if let opens = opensAt(cap, sentAt: rows.map { $0["sent_at"] }, now: t) {
+            // Caps the push takes a slot under (a resend already holds its slot): bit i for caps[i].
+            var slots: UInt64 = 0
+            for (i, cap) in caps.enumerated() {
+                recent.bind(1, cap.category)
+                recent.bind(2, cap.scope(topic))
+                recent.bind(3, push.token)
+                recent.bind(4, t - Double(cap.longest))
+                times.removeAll(keepingCapacity: true)
+                var resend = false
+                try recent.forEachRow { row in
+                    if row.string(1) == push.apnsId { resend = true }
+                    times.append(row.double(0))
+                }
+                if resend { continue }
+                if let opens = opensAt(cap, sentAt: times, now: t) {
                     decision = .overCap(category: cap.category, opensAt: Date(timeIntervalSince1970: opens))
                     break
                 }
-                slots.append(cap)
+                slots |= 1 << UInt64(i)
             }
             if decision == .admitted {
-                for cap in slots {
-                    try insert.execute(arguments: [cap.category, cap.scope(topic), push.token, push.apnsId, campaign, t])
+                for (i, cap) in caps.enumerated() where slots & (1 << UInt64(i)) != 0 {
+                    insert.bind(1, cap.category)
+                    insert.bind(2, cap.scope(topic))
+                    insert.bind(3, push.token)
+                    insert.bind(4, push.apnsId)
+                    try insert.execute()
                 }
             }
             out.append(decision)
