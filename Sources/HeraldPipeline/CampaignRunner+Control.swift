@@ -34,7 +34,7 @@ extension CampaignRunner {
         case .paused:
             let open = try Self.wrap(.sending) { () throws(StateError) in try state.openCount() }
             return RunFailure(.stopped, "campaign \(spec.campaign) \(hold.description): stopped after the requests in flight, "
-                              + "\(open) recipient(s) not final yet. `herald resume \(spec.jobFile)` lets the next run continue")
+                              + "\(DecimalDigits.grouped(open)) recipient(s) not final yet. `herald resume \(spec.jobFile)` lets the next run continue")
         case .cancelled:
             var cancelled = try Self.wrap(.sending) { () throws(StateError) in try state.cancelRemaining(hold) }
             let run = try Self.wrap(.sending) { () throws(StateError) in try state.reload() }
@@ -49,7 +49,7 @@ extension CampaignRunner {
                 }
                 cancelled += try Self.wrap(.sending) { () throws(StateError) in try state.cancelRemaining(hold) }
             }
-            return RunFailure(.stopped, "campaign \(spec.campaign) \(hold.description): \(cancelled) recipient(s) not sent are recorded as "
+            return RunFailure(.stopped, "campaign \(spec.campaign) \(hold.description): \(DecimalDigits.grouped(cancelled)) recipient(s) not sent are recorded as "
                               + "cancelled, and no later run sends anything. To send again, give the job a new campaign name (campaign:)")
         }
     }

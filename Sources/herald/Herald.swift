@@ -20,6 +20,8 @@ struct Herald: ParsableCommand {
                   deferrals, APNs server certificate not verified: check apns.ca_file,
                   a full disk or another storage failure of the state or report files)
               5   too many invalid audience rows (audience.max_invalid_rows)
+              6   paused or cancelled by an operator (herald pause, herald cancel;
+                  herald resume continues a paused campaign)
               75  another run holds the campaign's lock: try again later
             """,
         version: Herald.versions,
