@@ -4,15 +4,6 @@ import HeraldState
 
 /// What a run does about an operator's hold (`herald pause`, `herald cancel`; CampaignControl).
 extension CampaignRunner {
-    /// The hold on the campaign when this invocation starts, read before anything else is (the
-    /// state file is not created for it: a campaign that never ran has none).
-    func heldBefore() throws(RunFailure) -> CampaignControl? {
-        guard FileManager.default.fileExists(atPath: spec.statePath) else { return nil }
-        return try Self.wrap(.preparing) { () throws(StateError) in
-            try StateStore(path: spec.statePath, volume: stateVolume).control()
-        }
-    }
-
     /// A paused campaign's run ends before it reads the audience or connects to APNs.
     func pausedBeforeStart(_ hold: CampaignControl) -> RunFailure {
         RunFailure(.stopped, "campaign \(spec.campaign) is \(hold.description): nothing sent. "

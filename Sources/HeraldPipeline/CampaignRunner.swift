@@ -94,13 +94,19 @@ public final class CampaignRunner {
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             // Before the credentials: a paused campaign's cron run, or `herald cancel` recording a
             // cancellation from an operator's shell, needs no key and connects nowhere.
-            switch try heldBefore() {
+            // A campaign that never ran has no state file and no hold; the file is not created for
+            // a job whose credentials turn out unusable.
+            let open = { [spec, stateVolume] () throws(RunFailure) -> StateStore in
+                try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath, volume: stateVolume) }
+            }
+            let existing = FileManager.default.fileExists(atPath: spec.statePath) ? try open() : nil
+            switch try Self.wrap(.preparing, { () throws(StateError) in try existing?.control() }) {
             case let hold? where hold.action == .paused: throw pausedBeforeStart(hold)
             case let hold?: cancelledBefore = hold
             case nil: break
             }
             credentials = cancelledBefore == nil ? try DeliveryTarget.loadCredentials(spec, forPushes: true) : .init()
-            store = try Self.wrap(.preparing) { () throws(StateError) in try StateStore(path: spec.statePath, volume: stateVolume) }
+            if let existing { store = existing } else { store = try open() }
             events = try Self.wrap(.preparing) { () throws(EventsError) -> EventShipper? in
                 guard let e = spec.events else { return nil }
                 return try EventShipper(spec: e, store: store, shard: operations.shard?.description,
@@ -198,11 +204,11 @@ public final class CampaignRunner {
         } catch {
             outcome = (error.status, error.message)
         }
-        _ = watch.finish()
+        let hold = cancelledBefore ?? watch.finish()
 
         // Reports are written from the state file whatever happened after the run was opened.
         // A cancelled run is over: every recipient is final (`cancelled` for the rest).
-        let cancelled = outcome.0 == .stopped && (try? store.control())??.action == .cancelled
+        let cancelled = outcome.0 == .stopped && hold?.action == .cancelled
         if outcome.0 == .finished || (cancelled && (try? state.openCount()) == 0) {
             do {
                 try state.finish()

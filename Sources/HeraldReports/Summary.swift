@@ -159,13 +159,8 @@ public struct Summary: Sendable {
         members.append(.init("sends_by_local_hour", delivery?.sentByLocalHour.map { .array($0.map { .number(String($0)) }) } ?? .null))
         if let events = extra.events { members.append(.init("events", .object(events.map { .init($0.sink, $0.json) }))) }
         members.append(.init("broadcast_channels", int(broadcastChannels)))
-        members.append(.init("control", control.map(Self.json) ?? .null))
+        members.append(.init("control", control?.json ?? .null))
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
-    }
-
-    /// summary.json's `control`: `{action, by, at, reason}`.
-    static func json(_ c: CampaignControl) -> JSONValue {
-        .object([.init("action", .string(c.action.rawValue)), .init("by", .string(c.by)), .init("at", .string(c.at)), .init("reason", .string(c.reason))])
     }
 }

@@ -33,6 +33,11 @@ public struct CampaignControl: Sendable, Equatable {
     /// The report reason of a recipient the cancellation made final: `cancelled`, with the
     /// operator's reason after a colon when one was given (as `connection_error: <detail>`).
     public var recipientReason: String { reason.isEmpty ? "cancelled" : "cancelled: \(reason)" }
+
+    /// `{action, by, at, reason}`: summary.json's and `herald status --json`'s `control`.
+    public var json: JSONValue {
+        .object([.init("action", .string(action.rawValue)), .init("by", .string(by)), .init("at", .string(at)), .init("reason", .string(reason))])
+    }
 }
 
 /// Why a control command could not be applied.

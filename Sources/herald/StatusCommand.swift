@@ -104,8 +104,7 @@ struct StatusCommand: ParsableCommand {
             .init("state", .string(s.statePath)),
             .init("running", .bool(s.lockHolder != nil)),
             .init("lock_holder_pid", s.lockHolder.map { JSONValue.number(String($0)) } ?? .null),
-            .init("control", s.control.map { .object([.init("action", .string($0.action.rawValue)), .init("by", .string($0.by)),
-                                                       .init("at", .string($0.at)), .init("reason", .string($0.reason))]) } ?? .null),
+            .init("control", s.control?.json ?? .null),
             .init("runs", .array(runs)),
             .init("events", .object(s.events.map {
                 .init($0.sink, .object([.init("delivered", .number(String($0.delivered))), .init("waiting", .number(String($0.waiting)))]))
