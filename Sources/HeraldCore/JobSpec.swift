@@ -19,6 +19,8 @@ public struct JobSpec: Sendable {
     public var events: EventsSpec?
     /// `schedule`: each recipient's local sending window and quiet hours; nil: send at once.
     public var schedule: ScheduleSpec?
+    /// `experiment`: variants, a holdout and a winner's rollout (ExperimentSpec.swift); nil: one template.
+    public var experiment: ExperimentSpec?
     /// Keys that still load but no longer do anything, each named with its file and line and what
     /// replaced it: every command that reads the job prints them (`herald: warning: …`).
     public var warnings: [String] = []

@@ -3,4 +3,8 @@ public enum RecipientStatus: String, Sendable, CaseIterable {
     case sent, failed, suppressed, throttled, pending
     /// Not sent because an operator cancelled the campaign (`herald cancel`).
     case cancelled
+    /// In an experiment's holdout group: never sent, to measure the campaign's lift.
+    case heldOut = "held_out"
+    /// Outside an experiment's test, waiting for the winner (`experiment.winner`, `--winner`).
+    case awaitingWinner = "awaiting_winner"
 }

@@ -161,7 +161,8 @@ extension Context {
         return out
     }
 
-    func parsePush(_ m: inout YAMLMapping) throws(JobError) -> PushSpec {
+    /// `experiment`: the job has an experiment section, whose variants carry the templates.
+    func parsePush(_ m: inout YAMLMapping, experiment: Bool = false) throws(JobError) -> PushSpec {
         let type = try m.choice("type", PushType.self) ?? .alert
         var priority = type.defaultPriority
         var priorityTemplate: String?
@@ -181,7 +182,10 @@ extension Context {
         var lines = TemplateLines()
         switch (m.has("template"), m.has("template_file")) {
         case (true, true): throw JobError(file: file, line: m.line, "push takes template or template_file, not both")
+        case (false, false) where experiment: template = .object([])
         case (false, false): throw JobError(file: file, line: m.line, "push.template or push.template_file is required")
+        case (_, _) where experiment:
+            throw JobError(file: file, line: m.line, "push.template and push.template_file do not go with experiment: each of experiment.variants has its own")
         case (true, false):
             let (n, _) = m.node("template")!
             template = try jsonValue(n, path: "push.template")
@@ -194,6 +198,7 @@ extension Context {
         }
         var locales: [(locale: String, template: JSONValue)] = []
         if let (n, l) = m.node("locales") {
+            if experiment { throw JobError(file: file, line: l, "push.locales does not go with experiment: each of experiment.variants has its own locales") }
             guard case .mapping(let lm) = n else { throw JobError(file: file, line: l, "push.locales must map a locale to a template") }
             for (k, v) in lm {
                 guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "push.locales keys must be locale codes") }

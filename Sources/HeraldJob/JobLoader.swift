@@ -10,10 +10,12 @@ public struct JobOverrides: Sendable {
     public var caFile: String?
     /// `--channels-endpoint` (`herald channels`).
     public var channelsEndpoint: String?
+    /// `--winner` (`herald run`): `experiment.winner`.
+    public var winner: String?
     public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil,
-                channelsEndpoint: String? = nil) {
+                channelsEndpoint: String? = nil, winner: String? = nil) {
         self.statePath = statePath; self.reportsDir = reportsDir; self.endpoint = endpoint; self.caFile = caFile
-        self.channelsEndpoint = channelsEndpoint
+        self.channelsEndpoint = channelsEndpoint; self.winner = winner
     }
 
     /// Environment variables that chose the old libcurl engine and its shims: still recognised,
@@ -33,7 +35,7 @@ public struct JobOverrides: Sendable {
 /// Reads a job file into a `JobSpec`. Relative paths resolve against the job file's own
 /// directory (as docker-compose does), so cron can run a job from any working directory.
 public enum JobLoader {
-    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops", "events", "schedule"]
+    static let topKeys = ["campaign", "audience", "apns", "push", "throttle", "retry", "state", "reports", "ops", "events", "schedule", "experiment"]
 
     public static func load(path: String, overrides: JobOverrides = JobOverrides()) throws(JobError) -> JobSpec {
         let jobURL = URL(fileURLWithPath: path).standardizedFileURL
@@ -110,9 +112,12 @@ struct Context {
         let warnings = try obsoleteEngineKeys(&apnsMap)
         let apns = try parseAPNs(&apnsMap, overrides: overrides)
         guard var pushMap = try top.mapping("push") else { throw JobError(file: file, line: nil, "push is required") }
-        var push = try parsePush(&pushMap)
+        var push = try parsePush(&pushMap, experiment: top.has("experiment"))
         // An audience naming channels is a broadcast even where the job writes no push.broadcast.
         if parsedAudience?.channelField != nil && push.broadcast == nil { push.broadcast = BroadcastSpec() }
+        if push.broadcast != nil, let e = try top.mapping("experiment") {
+            throw JobError(file: file, line: e.line, "experiment does not apply to a broadcast: every subscriber of a channel gets the same push")
+        }
         if case .failure(let problem) = push.type.topic(for: apns.topic) { throw apnsMap.error("topic", problem.description) }
         var throttle = ThrottleSpec()
         let throttleMap = try top.mapping("throttle")
@@ -175,6 +180,17 @@ struct Context {
         if var e = try top.mapping("events") { events = try parseEvents(&e) }
         var schedule: ScheduleSpec?
         if var s = try top.mapping("schedule") { schedule = try parseSchedule(&s) }
+        var experiment: ExperimentSpec?
+        if var e = try top.mapping("experiment") {
+            let parsed = try parseExperiment(&e, winnerOverride: overrides.winner)
+            // The first variant stands in for push.template where one template is asked for.
+            push.template = parsed.variants[0].template
+            push.locales = parsed.variants[0].locales
+            push.templateLines = parsed.variants[0].templateLines
+            experiment = parsed
+        } else if let winner = overrides.winner {
+            throw JobError(file: file, line: nil, "--winner \(winner): the job has no experiment section")
+        }
         if audience.timezoneField != nil && schedule == nil, let audienceMap {
             throw audienceMap.error("timezone_field", "applies to a schedule section, which the job does not have")
         }
@@ -187,6 +203,7 @@ struct Context {
         spec.ops = ops
         spec.events = events
         spec.schedule = schedule
+        spec.experiment = experiment
         spec.warnings = warnings
         return spec
     }

@@ -28,6 +28,8 @@ public enum DeliveryEvent {
             .init("http_status", e.httpStatus.map { .number(String($0)) } ?? .null),
             .init("invalidated_at", e.invalidatedAt.map { .string(RegistrationTime.iso8601(milliseconds: $0)) } ?? .null),
             .init("channel_id", e.broadcast ? .string(e.token) : .null),
+            .init("variant", e.variant.map(JSONValue.string) ?? .null),
+            .init("rollout", e.rollout.map(JSONValue.bool) ?? .null),
         ]
         JSONValue.object(members).write(to: &out)
         out.append(UInt8(ascii: "\n"))

@@ -27,15 +27,17 @@ public final class PayloadRenderer: Sendable {
 
     /// Validates and compiles `push.template` and every `push.locales` variant, and checks the
     /// push type against the priority. Throws the first problem found; the caller exits with status 2.
-    public convenience init(push: PushSpec) throws(PayloadTemplateError) {
+    /// `section`: where the templates are written, for messages (`push`, or an experiment's
+    /// `experiment.variants.b`): its `.template` and `.locales.<locale>`.
+    public convenience init(push: PushSpec, section: String = "push") throws(PayloadTemplateError) {
         do {
-            try self.init(checking: push)
+            try self.init(checking: push, section: section)
         } catch {
             throw error.placed(by: push.templateLines)
         }
     }
 
-    private init(checking push: PushSpec) throws(PayloadTemplateError) {
+    private init(checking push: PushSpec, section: String) throws(PayloadTemplateError) {
         if push.type == .background {
             if push.priority != 5 { throw .backgroundPriority(push.priority) }
             if push.priorityTemplate != nil { throw .header(key: "push.priority", problem: "must be 5 for background pushes, not a placeholder") }
@@ -47,7 +49,7 @@ public final class PayloadRenderer: Sendable {
         missingField = push.missingField
         oversize = push.oversize
         liveActivity = push.type == .liveactivity
-        defaultTemplate = try Self.prepare(push.template, source: "push.template", type: push.type, limit: limit, broadcast: broadcast)
+        defaultTemplate = try Self.prepare(push.template, source: "\(section).template", type: push.type, limit: limit, broadcast: broadcast)
         var variants: [CompiledTemplate] = []
         var index: [String: Int] = [:]
         for (locale, template) in push.locales {
@@ -55,7 +57,7 @@ public final class PayloadRenderer: Sendable {
             guard index[normalized] == nil else { throw .duplicateLocale(locale) }
             index[normalized] = variants.count
             index[locale] = variants.count
-            variants.append(try Self.prepare(template, source: "push.locales.\(locale)", type: push.type, limit: limit, broadcast: broadcast))
+            variants.append(try Self.prepare(template, source: "\(section).locales.\(locale)", type: push.type, limit: limit, broadcast: broadcast))
         }
         self.variants = variants
         self.variantIndex = index

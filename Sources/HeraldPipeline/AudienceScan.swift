@@ -42,7 +42,7 @@ public struct AudienceScan {
                                   localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
                                   dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
             }
-            audience.templateColumns = renderer?.payload.fieldsEveryRowNeeds ?? []
+            audience.templateColumns = renderer?.fieldsEveryRowNeeds ?? []
         } else {
             renderer = nil
         }

@@ -43,7 +43,7 @@ extension CampaignRunner {
         let apnsIds = APNsIdGenerator(seed: apnsIdSeed)
         operations.startReading(spec.audience.files, first: run.ingestedFile)
         var audience = spec.audience
-        audience.templateColumns = renderer.payload.fieldsEveryRowNeeds
+        audience.templateColumns = renderer.fieldsEveryRowNeeds
         for (index, file) in audience.files.enumerated() where index >= run.ingestedFile {
             let reader = try Self.wrap(.preparing) { () throws(AudienceError) in try AudienceFileReader(file: file, spec: audience) }
             while true {
@@ -89,11 +89,17 @@ extension CampaignRunner {
             switch renderer.render(record) {
             case .invalid(let row):
                 batch.invalid.append(row)
-            case .recipient(let payload, let headers, let registeredAt, let due):
-                batch.recipients.append(IngestBatch.Recipient(
+            case .recipient(let payload, let headers, let registeredAt, let due, let arm):
+                var recipient = IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
                     apnsId: apnsIds.id(for: record.token), headers: headers,
-                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt))
+                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt)
+                if let arm {
+                    recipient.variant = arm.variant
+                    recipient.rollout = arm.rollout
+                    recipient.alternatives = arm.alternatives
+                }
+                batch.recipients.append(recipient)
             }
         }
     }

@@ -92,6 +92,11 @@ public final class CampaignRunner {
         do throws(RunFailure) {
             payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
+            if let experiment = spec.experiment {
+                _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in
+                    try ExperimentRenderers(job: spec, experiment: experiment, campaign: CampaignName(spec.campaign).resolved(at: started))
+                }
+            }
             // Before the credentials: a paused campaign's cron run, or `herald cancel` recording a
             // cancellation from an operator's shell, needs no key and connects nowhere.
             // A campaign that never ran has no state file and no hold; the file is not created for
@@ -152,6 +157,8 @@ public final class CampaignRunner {
         }
 
         var outcome: (ExitStatus, String?) = (.finished, nil)
+        /// An experiment's test is over and recipients wait for its winner: the run stays open for it.
+        var awaiting: String?
         // A hold committed while this run goes on stops it as a signal would, within a second.
         let watch = ControlWatch(store: store) { [self] hold in
             logger.notice("campaign \(hold.description): stopping after the requests in flight")
@@ -163,9 +170,14 @@ public final class CampaignRunner {
                 try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
             }
             let firstOfItsName = try Self.wrap(.preparing) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
-            let renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
+            var renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
                                              registeredAtField: spec.audience.registeredAtField,
                                              dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started, runStarted: run.startDate) })
+            if let experiment = spec.experiment {
+                renderer.experiment = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in
+                    try ExperimentRenderers(job: spec, experiment: experiment, campaign: run.campaign)
+                }
+            }
             let apnsIdSeed = firstOfItsName ? run.campaign : run.campaign + "/" + run.runId
             let audience = try prepareAudience(state: state, run: run)
             if let hold = cancelledBefore {
@@ -175,6 +187,7 @@ public final class CampaignRunner {
             let result: SendResult
             let listedChannels = !(spec.push.broadcast?.channels.isEmpty ?? true)
             if !audience.ingestComplete && !spec.audience.prescan && audience.audiencePass == 1 && !listedChannels {
+                try releaseWinner(state: state)
                 result = try sendWhileReading(state: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed,
                                               headers: headers, credentials: credentials)
             } else {
@@ -187,6 +200,7 @@ public final class CampaignRunner {
                     try ingest(into: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed)
                 }
                 try checkInvalidRows(state: state)
+                try releaseWinner(state: state)
                 // Apple's 410s name dead device tokens; a channel is never on that list.
                 if !spec.isBroadcast { try applySuppressionList(state: state, topic: headers.shared.topic) }
                 result = try deliver(state: state, headers: headers, credentials: credentials)
@@ -197,6 +211,10 @@ public final class CampaignRunner {
             deliveryCounters.throttleDeferrals += result.counters.throttleDeferrals
             report.sentNow = result.sent
             outcome = (result.status, result.message)
+            if outcome.0 == .finished, let waiting = try awaitingWinner(state: state) {
+                awaiting = waiting
+                outcome.1 = waiting
+            }
             if result.status == .incomplete, let hold = watch.finish() {
                 let settled = try settle(hold, state: state, renderer: renderer, apnsIdSeed: apnsIdSeed)
                 outcome = (settled.status, settled.message)
@@ -209,7 +227,7 @@ public final class CampaignRunner {
         // Reports are written from the state file whatever happened after the run was opened.
         // A cancelled run is over: every recipient is final (`cancelled` for the rest).
         let cancelled = outcome.0 == .stopped && hold?.action == .cancelled
-        if outcome.0 == .finished || (cancelled && (try? state.openCount()) == 0) {
+        if (outcome.0 == .finished && awaiting == nil) || (cancelled && (try? state.openCount()) == 0) {
             do {
                 try state.finish()
             } catch {

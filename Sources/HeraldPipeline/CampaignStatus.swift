@@ -17,6 +17,8 @@ public struct CampaignStatus: Sendable {
         public var nextDue: Date? = nil
         /// Of the `scheduled` recipients, those waiting for a frequency-cap slot, not a window.
         public var capped = 0
+        /// `experiment`: recipients per arm and status (empty without one).
+        public var experiment: [VariantCount] = []
     }
 
     public var statePath: String
@@ -42,7 +44,8 @@ public struct CampaignStatus: Sendable {
                 runs.append(Run(info: info, counts: try state.statusCounts(), invalid: try state.invalidRowCount(),
                                 distinct: try state.recipientCount(), lastActivity: try state.lastAttemptAt() ?? info.startedAt,
                                 reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate),
-                                nextDue: try state.nextDueTime(), capped: try state.cappedCount()))
+                                nextDue: try state.nextDueTime(), capped: try state.cappedCount(),
+                                experiment: spec.experiment == nil ? [] : try state.variantCounts()))
             }
             var sinks: [String] = []
             if spec.events?.url != nil { sinks.append("url") }

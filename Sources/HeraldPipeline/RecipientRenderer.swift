@@ -10,8 +10,19 @@ struct RecipientRenderer {
         /// `headers` only when the job templates them per recipient; nil: the job's. `registeredAt`:
         /// `audience.registered_at_field` in ms since the epoch, when the job names it and the row has it.
         /// `due`: the row's time zone and due time, when the job has a `schedule`.
-        case recipient(payload: [UInt8], headers: RecipientHeaders?, registeredAt: Int64?, due: (zone: String, dueAt: Double)? = nil)
+        /// `arm`: the recipient's arm of the job's `experiment` (nil: no experiment).
+        case recipient(payload: [UInt8], headers: RecipientHeaders?, registeredAt: Int64?, due: (zone: String, dueAt: Double)? = nil,
+                       arm: Arm? = nil)
         case invalid(InvalidRow)
+    }
+
+    /// A recipient's arm of an experiment, as its staged row records it.
+    struct Arm {
+        /// The variant's name, `holdout`, or nil: waiting for a winner not chosen yet.
+        var variant: String?
+        var rollout: Bool
+        /// Waiting for the winner: every variant's payload and headers.
+        var alternatives: [VariantPayload] = []
     }
 
     let payload: PayloadRenderer
@@ -21,6 +32,12 @@ struct RecipientRenderer {
     var registeredAtField: String? = nil
     /// `schedule`: each row's zone and due time; nil: no schedule.
     var dueTimes: DueTimes? = nil
+    /// `experiment`: each row's arm, and the variants' templates.
+    var experiment: ExperimentRenderers? = nil
+
+    /// Fields every recipient's payload needs (`PayloadRenderer.fieldsEveryRowNeeds`; with an
+    /// experiment, those every variant needs).
+    var fieldsEveryRowNeeds: [(column: String, usedBy: String)] { experiment?.fieldsEveryRowNeeds ?? payload.fieldsEveryRowNeeds }
 
     func render(_ record: AudienceRecord) -> Outcome {
         var due: (zone: String, dueAt: Double)?
@@ -40,6 +57,7 @@ struct RecipientRenderer {
             }
         }
         let locale = localeField.flatMap { record.fields[$0]?.text }
+        if let experiment { return render(record, locale: locale, experiment: experiment, registeredAt: registeredAt, due: due) }
         let bytes: [UInt8]
         switch payload.render(record, locale: locale) {
         case .payload(let rendered): bytes = rendered
@@ -55,6 +73,70 @@ struct RecipientRenderer {
         case .skip(let field): return .invalid(Self.skipped(record, field))
         case .failure(let reason, let field, let detail):
             return .invalid(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
+        }
+    }
+
+    /// An experiment's row: rendered with its own variant's templates; a held-out row, or one
+    /// waiting for a winner not chosen yet, with every variant's (any of them may be the winner, and
+    /// the holdout stands for the whole audience: a row one variant cannot render is invalid in
+    /// every arm alike). A held-out row keeps no payload.
+    private func render(_ record: AudienceRecord, locale: String?, experiment: ExperimentRenderers, registeredAt: Int64?,
+                        due: (zone: String, dueAt: Double)?) -> Outcome {
+        let arm = experiment.assigner.arm(of: record.token)
+        let single: (index: Int, rollout: Bool)?
+        switch arm {
+        case .variant(let i): single = (i, false)
+        case .rollout: single = experiment.spec.winnerIndex.map { ($0, true) }
+        case .holdout: single = nil
+        }
+        if let (i, rollout) = single {
+            switch renderVariant(record, locale: locale, payload: experiment.payloads[i], headers: experiment.headers[i]) {
+            case .failure(let row): return .invalid(row)
+            case .success(let (bytes, headers)):
+                return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due,
+                                  arm: Arm(variant: experiment.names[i], rollout: rollout))
+            }
+        }
+        var alternatives: [VariantPayload] = []
+        for (i, name) in experiment.names.enumerated() {
+            switch renderVariant(record, locale: locale, payload: experiment.payloads[i], headers: experiment.headers[i]) {
+            case .failure(let row): return .invalid(row)
+            case .success(let (bytes, headers)): alternatives.append(VariantPayload(variant: name, payload: bytes, headers: headers))
+            }
+        }
+        if arm == .holdout {
+            return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due,
+                              arm: Arm(variant: ExperimentSpec.holdoutName, rollout: false))
+        }
+        return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due,
+                          arm: Arm(variant: nil, rollout: true, alternatives: alternatives))
+    }
+
+    private enum Rendered {
+        case success(([UInt8], RecipientHeaders))
+        case failure(InvalidRow)
+    }
+
+    /// One variant's payload and headers. The headers are always the recipient's own: each
+    /// variant has its own automatic collapse id.
+    private func renderVariant(_ record: AudienceRecord, locale: String?, payload: PayloadRenderer,
+                        headers: HeaderRenderer) -> Rendered {
+        let bytes: [UInt8]
+        switch payload.render(record, locale: locale) {
+        case .payload(let rendered): bytes = rendered
+        case .skip(let field): return .failure(Self.skipped(record, field))
+        case .failure(let reason, let field, let detail):
+            return .failure(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
+        }
+        guard headers.variesPerRecipient else {
+            let h = headers.shared
+            return .success((bytes, RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration)))
+        }
+        switch headers.render(record) {
+        case .headers(let h): return .success((bytes, RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration)))
+        case .skip(let field): return .failure(Self.skipped(record, field))
+        case .failure(let reason, let field, let detail):
+            return .failure(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
         }
     }
 

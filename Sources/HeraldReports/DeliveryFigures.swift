@@ -48,6 +48,10 @@ public struct DeliveryFigures: Sendable, Equatable {
             return offset
         }
     }
+    /// With an `experiment`: recipients per arm (variant and rollout flag) and report status, in
+    /// the order the arms first appear; nil for a campaign without one.
+    public var variants: [VariantCount]? = nil
+
     /// With a `schedule`: recipients and those sent, per time zone as the audience wrote it.
     public private(set) var byZone: [String: ZoneCount] = [:]
     public struct ZoneCount: Sendable, Equatable {
@@ -73,6 +77,8 @@ public struct DeliveryFigures: Sendable, Equatable {
         case .throttled: 3
         case .pending: 4
         case .cancelled: 5
+        case .heldOut: 6
+        case .awaitingWinner: 7
         }
     }
 
@@ -112,6 +118,25 @@ public struct DeliveryFigures: Sendable, Equatable {
         }
         if Self.isUnregistered(d) { unregistered += 1 }
         if Self.isRejected(d) { rejectedTokens += 1 }
+        if let rollout = d.rollout { countVariant(d, rollout: rollout) }
+    }
+
+    /// One experiment recipient into its arm's counts (a handful of arms: a linear search).
+    private mutating func countVariant<D: DeliveryFields>(_ d: D, rollout: Bool) {
+        let status = d.status.reportStatus
+        let found = d.withText(.variant) { v -> Int? in
+            variants?.firstIndex { arm in
+                guard arm.rollout == rollout else { return false }
+                guard let v else { return arm.variant == nil }
+                return arm.variant.map { $0.utf8.elementsEqual(v) } ?? false
+            }
+        }
+        if let i = found {
+            variants![i].counts[status, default: 0] += 1
+        } else {
+            let name = d.withText(.variant) { $0.map { String(decoding: $0, as: UTF8.self) } }
+            variants = (variants ?? []) + [VariantCount(variant: name, rollout: rollout, counts: [status: 1])]
+        }
     }
 
     /// The latency at or below which `fraction` of the answered recipients fall (nearest rank).

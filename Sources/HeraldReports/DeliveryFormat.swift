@@ -9,8 +9,10 @@ import Synchronization
 enum DeliveryFormat {
     static let deliveriesColumns = ["file", "line", "recipient_id", "token", "status", "http_status", "reason",
                                     "apns_id", "attempts", "first_attempt_at", "last_attempt_at",
-                                    "apns_unique_id", "latency_ms", "invalidated_at", "timezone", "due_at", "channel_id"]
+                                    "apns_unique_id", "latency_ms", "invalidated_at", "timezone", "due_at", "channel_id",
+                                    "variant", "rollout"]
     static let unregisteredColumns = ["token", "reason", "invalidated_at", "recipient_id", "file", "line", "apns_id"]
+    static let holdoutColumns = ["recipient_id", "token", "file", "line"]
     static let rejectedColumns = ["token", "reason", "http_status", "recipient_id", "file", "line", "apns_id", "last_attempt_at"]
 
     static func invalidatedText<D: DeliveryFields>(_ d: D) -> String? {
@@ -39,6 +41,7 @@ enum DeliveryFormat {
         w.text(d, .apnsUniqueId, &out); w.int(d.latencyMs, &out); w.string(invalidatedText(d), &out)
         w.text(d, .timezone, &out); w.string(dueText(d), &out)
         if broadcast { w.text(d, .token, &out) } else { w.string(nil, &out) }
+        w.text(d, .variant, &out); w.int(d.rollout.map { $0 ? 1 : 0 }, &out)
     }
 
     /// One deliveries.ndjson line: the CSV's columns as keys, numbers as numbers, absent values null.
@@ -53,12 +56,18 @@ enum DeliveryFormat {
         w.string("\"invalidated_at\":", invalidatedText(d), &out)
         w.text("\"timezone\":", d, .timezone, &out); w.string("\"due_at\":", dueText(d), &out)
         if broadcast { w.text("\"channel_id\":", d, .token, &out) } else { w.string("\"channel_id\":", nil, &out) }
+        w.text("\"variant\":", d, .variant, &out); w.bool("\"rollout\":", d.rollout, &out)
     }
 
     static func unregistered<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
         w.text(d, .token, &out); w.text(d, .reason, &out); w.string(invalidatedText(d), &out); w.text(d, .recipientId, &out)
         w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .apnsId, &out)
+    }
+
+    static func holdout<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
+        var w = CSVRowWriter(); defer { w.end(&out) }
+        w.text(d, .recipientId, &out); w.text(d, .token, &out); w.text(d, .file, &out); w.int(d.line, &out)
     }
 
     static func rejected<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
@@ -78,6 +87,7 @@ protocol DeliveryFields {
     var invalidatedAt: Int64? { get }
     var latencyMs: Int? { get }
     var dueAt: Double? { get }
+    var rollout: Bool? { get }
     /// `body` sees the text column's UTF-8 bytes, nil when it is absent.
     func withText<R>(_ t: DeliveryColumns.Text, _ body: (UnsafeRawBufferPointer?) -> R) -> R
 }
@@ -188,6 +198,17 @@ struct NDJSONRowWriter {
         out.put(UInt8(ascii: ","))
     }
 
+    mutating func bool(_ key: StaticString, _ b: Bool?, _ out: inout RowBuffer) {
+        out.reserve(key.utf8CodeUnitCount + 7)
+        out.put(key)
+        switch b {
+        case true?: out.put("true")
+        case false?: out.put("false")
+        case nil: out.put("null")
+        }
+        out.put(UInt8(ascii: ","))
+    }
+
     func end(_ out: inout RowBuffer) {
         out.replaceLast(with: UInt8(ascii: "}"))
         out.reserve(1)
@@ -205,6 +226,8 @@ extension RecipientStatus {
         case .suppressed: "suppressed"
         case .throttled: "throttled"
         case .cancelled: "cancelled"
+        case .heldOut: "held_out"
+        case .awaitingWinner: "awaiting_winner"
         }
     }
 }

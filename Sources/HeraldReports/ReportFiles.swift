@@ -16,6 +16,8 @@ public struct ReportFiles: Sendable {
     public var invalidPath: String { directory + "/invalid.csv" }
     public var unregisteredPath: String { directory + "/unregistered.csv" }
     public var rejectedPath: String { directory + "/rejected-tokens.csv" }
+    /// An experiment's held-out recipients (written only for a campaign with an `experiment`).
+    public var holdoutPath: String { directory + "/holdout.csv" }
     public var summaryHTMLPath: String { directory + "/summary.html" }
     public var summaryPath: String { directory + "/summary.json" }
 
@@ -25,7 +27,7 @@ public struct ReportFiles: Sendable {
         [deliveriesPath, deliveriesNDJSONPath, invalidPath, unregisteredPath, rejectedPath, summaryHTMLPath, summaryPath]
     }
 
-    public var names: [String] { paths.map { ($0 as NSString).lastPathComponent } }
+    public var names: [String] { (paths + [holdoutPath]).map { ($0 as NSString).lastPathComponent } }
 }
 
 /// Writes the delivery-row reports of one set in a single pass over the rows (each file to a
@@ -35,6 +37,9 @@ final class DeliveryReportWriter {
     private let ndjson: AtomicFile
     private let unregistered: AtomicFile
     private let rejected: AtomicFile
+    /// holdout.csv, opened at the first row of an experiment.
+    private var holdout: AtomicFile?
+    private let holdoutPath: String
     private(set) var figures = DeliveryFigures()
     private var attemptSeconds = AttemptSecondReader()
     /// The rows are broadcast channels: their id goes in `channel_id`, and `token` stays empty.
@@ -46,6 +51,7 @@ final class DeliveryReportWriter {
         ndjson = try AtomicFile(path: files.deliveriesNDJSONPath, gzip: files.compress)
         unregistered = try AtomicFile(path: files.unregisteredPath)
         rejected = try AtomicFile(path: files.rejectedPath)
+        holdoutPath = files.holdoutPath
         try deliveries.write(CSV.line(DeliveryFormat.deliveriesColumns))
         try unregistered.write(CSV.line(DeliveryFormat.unregisteredColumns))
         try rejected.write(CSV.line(DeliveryFormat.rejectedColumns))
@@ -56,6 +62,13 @@ final class DeliveryReportWriter {
         try ndjson.append { DeliveryFormat.ndjson(d, broadcast: broadcast, to: &$0) }
         if DeliveryFigures.isUnregistered(d) { try unregistered.append { DeliveryFormat.unregistered(d, to: &$0) } }
         if DeliveryFigures.isRejected(d) { try rejected.append { DeliveryFormat.rejected(d, to: &$0) } }
+        if d.rollout != nil {
+            if holdout == nil {
+                holdout = try AtomicFile(path: holdoutPath)
+                try holdout!.write(CSV.line(DeliveryFormat.holdoutColumns))
+            }
+            if d.status == .heldOut { try holdout!.append { DeliveryFormat.holdout(d, to: &$0) } }
+        }
         figures.add(d, attemptSeconds: &attemptSeconds)
     }
 
@@ -65,5 +78,6 @@ final class DeliveryReportWriter {
         try ndjson.commit()
         try unregistered.commit()
         try rejected.commit()
+        try holdout?.commit()
     }
 }

@@ -117,6 +117,7 @@ public enum ReportMerger {
                               extra: SummaryExtras(sendsPerSecond: rate > 0 ? rate : nil), figures: figures, delivery: writer.figures)
         summary.shardRunIds = runIds
         if broadcast { summary.broadcastChannels = distinct }
+        summary.experiment = writer.figures.variants.map(VariantCount.ordered)
         try ReportWriter.writeSummary(summary, files: files)
         return summary
     }
@@ -148,6 +149,7 @@ public enum ReportMerger {
                            invalidatedAt: (o["invalidated_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds),
                            apnsUniqueId: o["apns_unique_id"] as? String, latencyMs: int("latency_ms"),
                            timezone: o["timezone"] as? String,
-                           dueAt: (o["due_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds).map { Double($0) / 1000 })
+                           dueAt: (o["due_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds).map { Double($0) / 1000 },
+                           variant: o["variant"] as? String, rollout: o["rollout"] as? Bool)
     }
 }

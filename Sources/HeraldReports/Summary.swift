@@ -70,6 +70,9 @@ public struct Summary: Sendable {
     public var control: CampaignControl? = nil
     /// A broadcast campaign (`push.broadcast`): its recipients are channels; nil for device pushes.
     public var broadcastChannels: Int? = nil
+    /// An `experiment`: recipients per arm and status (variants in the test, the holdout, the
+    /// winner's rollout, those waiting for it); nil for a campaign without one.
+    public var experiment: [VariantCount]? = nil
 
     public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
 
@@ -109,6 +112,10 @@ public struct Summary: Sendable {
                        nextDueAt: finishedAt == nil ? try state.nextDueTime().map { RegistrationTime.iso8601(milliseconds: Int64($0.timeIntervalSince1970 * 1000)) } : nil,
                        broadcastChannels: run.broadcast ? distinct : nil)
         summary.control = try state.store.control()
+        if let delivery { summary.experiment = delivery.variants.map(VariantCount.ordered) } else {
+            let arms = try state.variantCounts()
+            summary.experiment = arms.isEmpty ? nil : arms
+        }
         return summary
     }
 
@@ -121,6 +128,23 @@ public struct Summary: Sendable {
         if reason.hasPrefix("connection_error") { return ReasonAction.retryOnNewConnection.rawValue }
         if reason.hasPrefix("HTTP ") { return "unknown" }
         return APNsReason(reason).entry?.action.rawValue ?? "unknown"
+    }
+
+    /// summary.json's `experiment`: `winner` (the variant rolled out, or null) and `arms`, one
+    /// object per arm: `variant` (a name, `holdout`, or null while waiting for the winner),
+    /// `rollout`, `recipients` and a count per report status.
+    public static func experimentJSON(_ arms: [VariantCount]) -> JSONValue {
+        let winner = arms.first { $0.rollout && $0.variant != nil }?.variant
+        return .object([
+            .init("winner", winner.map(JSONValue.string) ?? .null),
+            .init("arms", .array(arms.map { arm in
+                .object([
+                    .init("variant", arm.variant.map(JSONValue.string) ?? .null), .init("rollout", .bool(arm.rollout)),
+                    .init("recipients", .number(String(arm.total))),
+                    .init("counts", .object(RecipientStatus.allCases.map { .init($0.rawValue, .number(String(arm.counts[$0] ?? 0))) })),
+                ])
+            })),
+        ])
     }
 
     public var json: String {
@@ -160,6 +184,7 @@ public struct Summary: Sendable {
         if let events = extra.events { members.append(.init("events", .object(events.map { .init($0.sink, $0.json) }))) }
         members.append(.init("broadcast_channels", int(broadcastChannels)))
         members.append(.init("control", control?.json ?? .null))
+        members.append(.init("experiment", experiment.map(Self.experimentJSON) ?? .null))
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
     }

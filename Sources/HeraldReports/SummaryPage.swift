@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldState
 
 /// summary.html: one self-contained page (inline CSS and SVG, no scripts, no external assets) for
 /// someone who never opened a terminal: did it work, how many people got it, why the others did
@@ -7,6 +8,7 @@ import HeraldCore
 public enum SummaryPage {
     static let statusColors: [RecipientStatus: String] = [
         .sent: "#2e7d32", .failed: "#c62828", .suppressed: "#6d4c41", .throttled: "#ef6c00", .pending: "#1565c0", .cancelled: "#616161",
+        .heldOut: "#8e24aa", .awaitingWinner: "#90a4ae",
     ]
     static let statusWords: [RecipientStatus: String] = [
         .sent: "Sent: accepted by Apple for delivery",
@@ -15,6 +17,8 @@ public enum SummaryPage {
         .throttled: "Held back by the sending limits",
         .pending: "Not finished yet (run the campaign again to finish)",
         .cancelled: "Not sent: an operator cancelled the campaign (herald cancel)",
+        .heldOut: "Held out of the experiment on purpose: the group the campaign's lift is measured against",
+        .awaitingWinner: "Waiting for the experiment's winner to be chosen (experiment.winner, or herald run --winner)",
     ]
 
     public static func html(_ s: Summary) -> String {
@@ -46,7 +50,10 @@ public enum SummaryPage {
                 : "Paused by \(esc(c.by)) at \(esc(c.at))\(why). Nothing more is sent until the campaign is resumed (herald resume)."
             h += "<p class=\"verdict open\" id=\"control\">\(what)</p>\n"
         }
-        if s.finishedAt != nil {
+        let waiting = s.count(.awaitingWinner)
+        if s.finishedAt == nil && open == 0 && waiting > 0 {
+            h += "<p class=\"verdict open\" id=\"verdict\">Experiment test finished: \(num(waiting)) recipients wait for the winner. Choose it (experiment.winner in the job, or herald run --winner) and run the campaign again to send it to them.</p>\n"
+        } else if s.finishedAt != nil {
             h += "<p class=\"verdict\" id=\"verdict\">Finished: \(num(s.count(.sent))) of \(num(s.distinct)) recipients were sent the notification.</p>\n"
         } else {
             h += "<p class=\"verdict open\" id=\"verdict\">Not finished: \(num(open)) recipients are still waiting. Running the same campaign again continues where it stopped; nobody gets it twice.</p>\n"
@@ -57,6 +64,7 @@ public enum SummaryPage {
         h += "</div>\n"
 
         h += "<h2>Outcome</h2>\n" + outcomeChart(s)
+        h += experimentSection(s)
         h += "<h2>Send rate over time</h2>\n" + rateChart(s)
         h += reasonsTable(s)
         h += zoneSection(s)
@@ -67,10 +75,51 @@ public enum SummaryPage {
                              ("unregistered.csv", "dead tokens to delete from your database"),
                              ("rejected-tokens.csv", "tokens refused for this app or environment: check the setup before deleting"),
                              ("invalid.csv", "rows of the audience file that could not be used"),
+                             ] + (s.experiment == nil ? [] : [("holdout.csv", "the experiment's held-out recipients, to measure lift against")]) + [
                              ("summary.json", "these figures, for programs")] {
             h += "<li><code>\(name)</code>: \(what)</li>\n"
         }
         h += "</ul>\n<p class=\"muted\">Written by herald from the campaign's state file.</p>\n</body></html>\n"
+        return h
+    }
+
+    /// An experiment: one row and one bar per arm (each variant's test group, the holdout, the
+    /// winner's rollout, those waiting for it), with its recipients and what happened to them.
+    static func experimentSection(_ s: Summary) -> String {
+        guard let arms = s.experiment, !arms.isEmpty else { return "" }
+        func label(_ arm: VariantCount) -> String {
+            switch (arm.variant, arm.rollout) {
+            case (ExperimentSpec.holdoutName?, _): return "holdout"
+            case (let v?, true): return "\(v) (winner, rollout)"
+            case (let v?, false): return "\(v) (test)"
+            case (nil, _): return "waiting for the winner"
+            }
+        }
+        let shown: [RecipientStatus] = RecipientStatus.allCases.filter { st in arms.contains { ($0.counts[st] ?? 0) > 0 } }
+        var h = "<h2>Experiment</h2>\n<table id=\"experiment\"><tr><th>Group</th><th class=\"num\">Recipients</th>"
+        for st in shown { h += "<th class=\"num\">\(esc(st.rawValue))</th>" }
+        h += "<th class=\"num\">Sent of recipients</th></tr>\n"
+        for arm in arms {
+            let id = "variant-" + (arm.variant ?? "waiting") + (arm.rollout && arm.variant != nil ? "-rollout" : "")
+            h += "<tr id=\"\(esc(id))\"><td>\(esc(label(arm)))</td><td class=\"num\" data-value=\"\(arm.total)\">\(num(arm.total))</td>"
+            for st in shown { h += "<td class=\"num\">\(num(arm.counts[st] ?? 0))</td>" }
+            let sent = arm.counts[.sent] ?? 0
+            h += "<td class=\"num\">\(arm.total > 0 ? String(format: "%.1f%%", 100 * Double(sent) / Double(arm.total)) : "")</td></tr>\n"
+        }
+        h += "</table>\n"
+        let rowHeight = 30, width = 640, labelWidth = 200, barMax = 320
+        let total = max(1, arms.reduce(0) { $0 + $1.total })
+        h += "<svg id=\"experiment-chart\" role=\"img\" aria-label=\"Recipients of each experiment group\" width=\"\(width)\" height=\"\(rowHeight * arms.count + 10)\" viewBox=\"0 0 \(width) \(rowHeight * arms.count + 10)\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+        for (i, arm) in arms.enumerated() {
+            let y = i * rowHeight + 5
+            let w = arm.total == 0 ? 0 : max(2, Int(Double(barMax) * Double(arm.total) / Double(total)))
+            let sentW = arm.total == 0 ? 0 : Int(Double(w) * Double(arm.counts[.sent] ?? 0) / Double(arm.total))
+            h += "<text x=\"0\" y=\"\(y + 18)\" font-size=\"13\">\(esc(label(arm)))</text>"
+            h += "<rect x=\"\(labelWidth)\" y=\"\(y + 4)\" width=\"\(w)\" height=\"20\" fill=\"#cfd8dc\"/>"
+            h += "<rect x=\"\(labelWidth)\" y=\"\(y + 4)\" width=\"\(sentW)\" height=\"20\" fill=\"\(statusColors[.sent]!)\"><title>sent</title></rect>"
+            h += "<text x=\"\(labelWidth + w + 8)\" y=\"\(y + 18)\" font-size=\"13\">\(num(arm.total)) (\(String(format: "%.1f%%", 100 * Double(arm.total) / Double(total))))</text>\n"
+        }
+        h += "</svg>\n<p class=\"muted\">Green: sent. APNs does not say who opened a notification: join deliveries.csv's variant column (and holdout.csv) with your own analytics to compare the groups.</p>\n"
         return h
     }
 
@@ -82,7 +131,7 @@ public enum SummaryPage {
     static func outcomeChart(_ s: Summary) -> String {
         let total = max(1, s.distinct)
         let rowHeight = 34, width = 640, labelWidth = 110, barMax = 380
-        var svg = "<svg id=\"outcome-chart\" role=\"img\" aria-label=\"Outcome of each recipient\" width=\"\(width)\" height=\"\(rowHeight * 5 + 10)\" viewBox=\"0 0 \(width) \(rowHeight * 5 + 10)\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+        var svg = "<svg id=\"outcome-chart\" role=\"img\" aria-label=\"Outcome of each recipient\" width=\"\(width)\" height=\"\(rowHeight * RecipientStatus.allCases.count + 10)\" viewBox=\"0 0 \(width) \(rowHeight * RecipientStatus.allCases.count + 10)\" xmlns=\"http://www.w3.org/2000/svg\">\n"
         for (i, status) in RecipientStatus.allCases.enumerated() {
             let n = s.count(status)
             let y = i * rowHeight + 5

@@ -131,7 +131,7 @@ extension RunState {
         try write { db in
             try db.execute(sql: """
                 \(Self.walksRun) UPDATE recipient SET status = 'cancelled', reason = ?, retry_at = NULL
-                WHERE run = ? AND status IN ('pending', 'retry', 'scheduled', 'inflight')
+                WHERE run = ? AND status IN ('pending', 'retry', 'scheduled', 'inflight', 'awaiting_winner')
                 """, arguments: [control.recipientReason, id])
             return db.changesCount
         }

@@ -22,14 +22,20 @@ public struct DeliveryRow: Sendable {
     /// seconds; nil without a schedule or when no window opens).
     public var timezone: String? = nil
     public var dueAt: Double? = nil
+    /// `experiment`: the variant's name or `holdout` (nil: no experiment, or waiting for the
+    /// winner), and whether the recipient is outside the test (nil: no experiment).
+    public var variant: String? = nil
+    public var rollout: Bool? = nil
 
     public init(file: String, line: Int, recipientId: String, token: String, status: StoredStatus, httpStatus: Int?, reason: String,
                 apnsId: String, attempts: Int, firstAttemptAt: String?, lastAttemptAt: String?, invalidatedAt: Int64?,
-                apnsUniqueId: String? = nil, latencyMs: Int? = nil, timezone: String? = nil, dueAt: Double? = nil) {
+                apnsUniqueId: String? = nil, latencyMs: Int? = nil, timezone: String? = nil, dueAt: Double? = nil,
+                variant: String? = nil, rollout: Bool? = nil) {
         self.file = file; self.line = line; self.recipientId = recipientId; self.token = token; self.status = status
         self.httpStatus = httpStatus; self.reason = reason; self.apnsId = apnsId; self.attempts = attempts
         self.firstAttemptAt = firstAttemptAt; self.lastAttemptAt = lastAttemptAt; self.invalidatedAt = invalidatedAt
         self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs; self.timezone = timezone; self.dueAt = dueAt
+        self.variant = variant; self.rollout = rollout
     }
 
     init(_ c: DeliveryColumns) {
@@ -38,7 +44,7 @@ public struct DeliveryRow: Sendable {
                   status: c.status, httpStatus: c.httpStatus, reason: string(.reason) ?? "", apnsId: string(.apnsId) ?? "",
                   attempts: c.attempts, firstAttemptAt: string(.firstAttemptAt), lastAttemptAt: string(.lastAttemptAt),
                   invalidatedAt: c.invalidatedAt, apnsUniqueId: string(.apnsUniqueId), latencyMs: c.latencyMs,
-                  timezone: string(.timezone), dueAt: c.dueAt)
+                  timezone: string(.timezone), dueAt: c.dueAt, variant: string(.variant), rollout: c.rollout)
     }
 
     /// The text column `t`, as `DeliveryColumns.text` gives it from the state file: the one place
@@ -54,6 +60,7 @@ public struct DeliveryRow: Sendable {
         case .lastAttemptAt: lastAttemptAt
         case .apnsUniqueId: apnsUniqueId
         case .timezone: timezone
+        case .variant: variant
         }
     }
 }
@@ -64,7 +71,7 @@ public struct DeliveryRow: Sendable {
 public struct DeliveryColumns {
     /// The text columns, in the order `forEachDeliveryColumns` selects them.
     public enum Text: Int, CaseIterable {
-        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId, timezone
+        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId, timezone, variant
     }
 
     public let line: Int
@@ -75,16 +82,21 @@ public struct DeliveryColumns {
     public let latencyMs: Int?
     /// When it was due (`schedule`), UNIX seconds; nil: no due time, or never (+Inf).
     public let dueAt: Double?
+    /// `experiment`: outside the test (true), in it or held out (false); nil: no experiment.
+    public let rollout: Bool?
     /// The text columns' bytes, element `Text.rawValue` for each (nil: NULL).
-    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
+    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
     private typealias Bytes = UnsafeRawBufferPointer?
 
     init(row r: RawRow) {
         texts = (r.optionalBytes(0), r.optionalBytes(2), r.optionalBytes(3), r.optionalBytes(6), r.optionalBytes(7),
-                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12), r.optionalBytes(14))
+                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12), r.optionalBytes(14), r.optionalBytes(16))
         line = r.int(1); status = StoredStatus(bytes: r.bytes(4)) ?? .pending; httpStatus = r.optionalInt(5)
         attempts = r.int(8); invalidatedAt = r.optionalInt64(11); latencyMs = r.optionalInt(13)
         dueAt = r.optionalDouble(15).flatMap { $0.isFinite ? $0 : nil }
+        // An experiment's recipient has a variant or is a rollout one (waiting: no variant yet).
+        let rolloutFlag = r.int(17) != 0
+        rollout = rolloutFlag || texts.9 != nil ? rolloutFlag : nil
     }
 
     /// The column's UTF-8 bytes; nil when it is NULL. A homogeneous tuple is laid out as its
@@ -111,7 +123,8 @@ extension RunState {
         try read { db in
             let rows = try RawStatement(db, sql: """
                 \(Self.walksRun) SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
-                       attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms, timezone, due_at
+                       attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms, timezone, due_at,
+                       variant, rollout
                 FROM recipient
                 WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
                   AND +run = ?1

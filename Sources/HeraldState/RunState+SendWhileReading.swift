@@ -51,7 +51,7 @@ extension RunState {
                 let suppressedAt = suppressed[token]
                 try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
                                  apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt,
-                                 timezone: r.timezone, dueAt: r.dueAt, now: now)
+                                 timezone: r.timezone, dueAt: r.dueAt, variant: r.variant, rollout: r.rollout, now: now)
                 out.recipients += 1
                 if suppressedAt != nil { out.suppressed += 1 }
             }
@@ -86,7 +86,8 @@ extension RunState {
         let last = try Int64.fetchOne(db, sql: "SELECT row FROM recipient NOT INDEXED WHERE run = ? AND row IS NOT NULL ORDER BY seq DESC LIMIT 1",
                                       arguments: [id]) ?? 0
         let rows = try RawStatement(db, sql: """
-            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at FROM audience_row WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
+            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at, variant, rollout FROM audience_row
+            WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
             """)
         let now = Date().timeIntervalSince1970
         rows.bind(1, id)
@@ -100,7 +101,7 @@ extension RunState {
             if try probe.contains(token) { duplicates.append(r.int64(0)); return }
             try adopt.insert(token: token, file: r.string(2), line: r.int(3), recipientId: r.string(4), apnsId: r.string(5),
                              row: r.int64(0), suppressedAt: nil, timezone: r.optionalString(6),
-                             dueAt: r.optionalDouble(7), now: now)
+                             dueAt: r.optionalDouble(7), variant: r.optionalString(8), rollout: r.int(9) != 0, now: now)
             out.recipients += 1
         }
         for rowId in duplicates {
@@ -118,8 +119,8 @@ extension RunState {
     private static func recipientInsert(_ db: Database, run: Int64) throws -> RecipientInsert {
         let statement = try RawStatement(db, sql: """
             INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, status, reason, invalidated_at,
-                                   timezone, due_at, retry_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?)
+                                   timezone, due_at, retry_at, variant, rollout)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         return RecipientInsert(statement: statement)
@@ -148,8 +149,8 @@ private struct RecipientInsert {
 
     /// `suppressedAt`: the token is on the suppression list (final, whatever its due time).
     func insert(token: String, file: String, line: Int, recipientId: String, apnsId: String, row: Int64, suppressedAt: Int64?,
-                timezone: String?, dueAt: Double?, now: Double) throws {
-        var start = RunState.start(dueAt: dueAt, now: now)
+                timezone: String?, dueAt: Double?, variant: String?, rollout: Bool, now: Double) throws {
+        var start = RunState.start(dueAt: dueAt, now: now, variant: variant, rollout: rollout)
         if suppressedAt != nil { start = (.suppressed, nil, "suppression_list") }
         statement.bind(2, token)
         statement.bind(3, file)
@@ -163,6 +164,8 @@ private struct RecipientInsert {
         statement.bind(11, timezone)
         statement.bind(12, dueAt)
         statement.bind(13, start.retryAt)
+        statement.bind(14, variant)
+        statement.bind(15, rollout ? 1 : 0)
         try statement.execute()
     }
 }

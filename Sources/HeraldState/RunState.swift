@@ -55,6 +55,7 @@ public struct RunState: Sendable {
                     try db.execute(sql: "DELETE FROM audience_row")
                 }
                 try db.execute(sql: "DELETE FROM payload_reference WHERE run = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM variant_payload WHERE run = ?", arguments: [id])
             }
         }
     }
@@ -81,28 +82,40 @@ public struct RunState: Sendable {
 
     // MARK: Due times
 
-    /// The recipient columns a staged row's due time decides (`dueValues` gives their values).
-    static let dueColumns = "timezone, due_at, status, retry_at, reason"
+    /// The recipient columns a staged row's due time and experiment arm decide (`dueValues`
+    /// gives their values).
+    static let dueColumns = "timezone, due_at, variant, rollout, status, retry_at, reason"
 
-    /// A new recipient's start from its staged row's `due_at` (`schedule`), with `now` the SQL
-    /// parameter holding the current UNIX time: due (or no schedule) → `pending`; due later →
-    /// `scheduled` until then; never (+Inf: no window opens before the job's absolute deadline,
-    /// or at all) → `throttled`, reason `window_missed`, final.
-    static func dueValues(now: String) -> String {
+    /// A new recipient's start from its staged row's `due_at` (`schedule`) and experiment arm,
+    /// with `now` the SQL parameter holding the current UNIX time: held out → `held_out`; outside
+    /// the test with no winner yet → `awaiting_winner`; otherwise due (or no schedule) →
+    /// `pending`; due later → `scheduled` until then; never (+Inf: no window opens before the
+    /// job's absolute deadline, or at all) → `throttled`, reason `window_missed`, final.
+    static func dueValues(now: String) -> String { "timezone, due_at, variant, rollout, " + startValues(now: now) }
+
+    /// `status, retry_at, reason` of a recipient starting now, from its `due_at`, `variant` and
+    /// `rollout` (a staged row's or its own).
+    static func startValues(now: String) -> String {
         """
-        timezone, due_at,
-        CASE WHEN due_at IS NULL OR due_at <= \(now) THEN 'pending' WHEN due_at > \(neverDue) THEN 'throttled' ELSE 'scheduled' END,
-        CASE WHEN due_at > \(now) AND due_at <= \(neverDue) THEN due_at END,
-        CASE WHEN due_at > \(neverDue) THEN '\(windowMissedReason)' ELSE '' END
+        CASE WHEN \(holdoutRow) THEN 'held_out' WHEN \(waitingRow) THEN 'awaiting_winner'
+             WHEN due_at IS NULL OR due_at <= \(now) THEN 'pending' WHEN due_at > \(neverDue) THEN 'throttled' ELSE 'scheduled' END,
+        CASE WHEN \(holdoutRow) OR \(waitingRow) THEN NULL WHEN due_at > \(now) AND due_at <= \(neverDue) THEN due_at END,
+        CASE WHEN \(holdoutRow) OR \(waitingRow) THEN '' WHEN due_at > \(neverDue) THEN '\(windowMissedReason)' ELSE '' END
         """
     }
+
+    /// A staged row (or recipient) of an experiment's holdout, and one waiting for its winner.
+    static let holdoutRow = "variant IS '\(ExperimentSpec.holdoutName)'"
+    static let waitingRow = "(rollout = 1 AND variant IS NULL)"
 
     /// Above any real time: `due_at` is +Inf when no window opens.
     static let neverDue = "1e300"
     public static let windowMissedReason = "window_missed"
 
     /// How a recipient made one row at a time starts (the same rule as `dueValues`).
-    static func start(dueAt: Double?, now: Double) -> (status: StoredStatus, retryAt: Double?, reason: String) {
+    static func start(dueAt: Double?, now: Double, variant: String? = nil, rollout: Bool = false) -> (status: StoredStatus, retryAt: Double?, reason: String) {
+        if variant == ExperimentSpec.holdoutName { return (.heldOut, nil, "") }
+        if rollout && variant == nil { return (.awaitingWinner, nil, "") }
         guard let dueAt, dueAt > now else { return (.pending, nil, "") }
         if dueAt > 1e300 { return (.throttled, nil, windowMissedReason) }
         return (.scheduled, dueAt, "")
@@ -204,7 +217,7 @@ public struct RunState: Sendable {
                 \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload) =
                     (SELECT file, line, recipient_id, id, NULL FROM audience_row a
                      WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token ORDER BY a.id LIMIT 1)
-                WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled') AND attempts = 0
+                WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled', 'awaiting_winner') AND attempts = 0
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
                 \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
@@ -216,7 +229,7 @@ public struct RunState: Sendable {
             let vanished = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
             try db.execute(sql: """
                 \(Self.walksRun) UPDATE recipient SET status = 'suppressed', reason = 'vanished_from_audience'
-                WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight', 'scheduled')
+                WHERE run = ? AND seen_pass < ? AND status IN ('pending', 'retry', 'inflight', 'scheduled', 'awaiting_winner')
                 """, arguments: [id, pass])
             try db.execute(sql: "DROP INDEX recipient_token")
             try db.execute(sql: "DROP INDEX audience_row_token")
@@ -308,6 +321,9 @@ public struct RunState: Sendable {
         try db.execute(sql: """
             \(Self.walksRun) DELETE FROM audience_row WHERE run = ? AND id NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
             """, arguments: [run, run])
+        try db.execute(sql: """
+            \(Self.walksRun) DELETE FROM variant_payload WHERE run = ? AND row NOT IN (SELECT row FROM recipient WHERE run = ? AND row IS NOT NULL)
+            """, arguments: [run, run])
     }
 }
 
@@ -331,6 +347,8 @@ struct StagedRowInsert {
     private var scratch: [UInt8] = []
     private var reference: PayloadReference?
     private var referenceChecked = false
+    /// The INSERT of `variant_payload`, made at the first row that needs it.
+    private var alternative: RawStatement?
     /// Smaller payloads are kept as they are: too short to share anything worth a reference.
     static let smallestReference = 16
 
@@ -339,8 +357,8 @@ struct StagedRowInsert {
         self.run = run
         statement = try RawStatement(db, sql: """
             INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                      registered_at, timezone, due_at, payload_reference)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      registered_at, timezone, due_at, payload_reference, variant, rollout)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         statement.bind(2, pass)
@@ -378,15 +396,40 @@ struct StagedRowInsert {
             insert.bind(13, r.timezone)
             insert.bind(14, r.dueAt)
             insert.bind(15, referenceId)
+            insert.bind(16, r.variant)
+            insert.bind(17, r.rollout ? 1 : 0)
             try insert.execute()
+        }
+        if !r.alternatives.isEmpty { try insertAlternatives(r.alternatives, row: db.lastInsertedRowID) }
+    }
+
+    /// A row waiting for an experiment's winner: every variant's payload and headers, kept as
+    /// they are (no reference: a few of these per row, gone once the winner is chosen).
+    private mutating func insertAlternatives(_ alternatives: [VariantPayload], row: Int64) throws {
+        if alternative == nil {
+            alternative = try RawStatement(db, sql: """
+                INSERT INTO variant_payload (row, variant, run, payload, priority, collapse_id, expiration) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """)
+        }
+        let insert = alternative!
+        for a in alternatives {
+            insert.bind(1, row)
+            insert.bind(2, a.variant)
+            insert.bind(3, run)
+            insert.bind(5, a.headers?.priority)
+            insert.bind(6, a.headers?.collapseId)
+            insert.bind(7, a.headers.map { $0.expiration.storageText })
+            try a.payload.withUnsafeBytes { insert.bindStatic(4, blob: $0); try insert.execute() }
+            insert.bindNull(4)
         }
     }
 
     /// The reference this batch's payloads are kept against, decided at its first payload.
     private mutating func reference(for payload: [UInt8]) throws -> PayloadReference? {
         guard !referenceChecked else { return reference }
-        referenceChecked = true
+        // A held-out or waiting row's empty payload decides nothing: the next payload does.
         guard payload.count >= Self.smallestReference else { return reference }
+        referenceChecked = true
         if let reference {
             var probe: [UInt8] = []
             if reference.encode(payload, into: &probe, scratch: &scratch), probe.count <= payload.count / 2 { return reference }
@@ -396,7 +439,7 @@ struct StagedRowInsert {
         return reference
     }
 
-    func finish() { statement.clearBindings() }
+    func finish() { statement.clearBindings(); alternative?.clearBindings() }
 }
 
 extension [UInt8] {

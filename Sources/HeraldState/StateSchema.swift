@@ -265,6 +265,30 @@ enum StateSchema {
                 );
                 """)
         }
+        // Experiments (`experiment` in the job, docs/experiments.md): each staged row's and
+        // recipient's `variant` (a variant's name, `holdout`, or NULL: no experiment, or waiting
+        // for the winner) and `rollout` (1: outside the test, for the winner). A row waiting for a
+        // winner not chosen yet keeps every variant's payload and headers in `variant_payload`,
+        // so the winner's can take the staged row's place once it is chosen (`releaseWinner`);
+        // its own `payload` is then empty.
+        m.registerMigration("11-experiments") { db in
+            try db.execute(sql: """
+                ALTER TABLE audience_row ADD COLUMN variant TEXT;
+                ALTER TABLE audience_row ADD COLUMN rollout INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN variant TEXT;
+                ALTER TABLE recipient ADD COLUMN rollout INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE variant_payload (
+                    row INTEGER NOT NULL,
+                    variant TEXT NOT NULL,
+                    run INTEGER NOT NULL,
+                    payload BLOB NOT NULL,
+                    priority INTEGER,
+                    collapse_id TEXT,
+                    expiration TEXT,
+                    PRIMARY KEY (row, variant)
+                ) WITHOUT ROWID;
+                """)
+        }
         return m
     }
 }

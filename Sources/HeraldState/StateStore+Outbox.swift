@@ -20,6 +20,10 @@ public struct OutboxEvent: Sendable, Equatable {
     public let at: String
     /// The recipient is a broadcast channel (`token` holds its id).
     public var broadcast = false
+    /// `experiment`: the recipient's variant (or `holdout`), and whether it is outside the test
+    /// (nil: no experiment).
+    public var variant: String? = nil
+    public var rollout: Bool? = nil
 
     public init(id: Int64, runId: String, campaign: String, recipientId: String, token: String, apnsId: String, status: RecipientStatus,
                 reason: String, httpStatus: Int?, invalidatedAt: Int64?, at: String) {
@@ -30,8 +34,10 @@ public struct OutboxEvent: Sendable, Equatable {
 }
 
 extension StateStore {
-    /// Statuses an event is written for: every final one (`StoredStatus.isFinal`).
-    static let eventStatuses = StoredStatus.allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+    /// Statuses an event is written for: every final one (`StoredStatus.isFinal`) but
+    /// `awaiting_winner`, which is no outcome: the recipient's event comes once the winner's push
+    /// is answered.
+    static let eventStatuses = StoredStatus.allCases.filter { $0.isFinal && $0 != .awaitingWinner }.map { "'\($0.rawValue)'" }.joined(separator: ", ")
 
     /// From now on, on this connection, every recipient that reaches a final status gets an
     /// outbox row in the same transaction: the outcome is never recorded without its event, or
@@ -72,7 +78,7 @@ extension StateStore {
         try read { db in
             let select = try RawStatement(cached: db, sql: """
                 SELECT o.id, u.run_id, u.campaign, r.recipient_id, r.token, r.apns_id, o.status, o.reason, o.http_status,
-                       o.invalidated_at, o.at, u.broadcast
+                       o.invalidated_at, o.at, u.broadcast, r.variant, r.rollout
                 FROM event_outbox o JOIN recipient r ON r.seq = o.recipient JOIN run u ON u.id = r.run
                 WHERE o.id > ?1 ORDER BY o.id LIMIT ?2
                 """)
@@ -86,6 +92,11 @@ extension StateStore {
                                        token: r.string(4), apnsId: r.string(5), status: status, reason: r.string(7),
                                        httpStatus: r.optionalInt(8), invalidatedAt: r.optionalInt64(9), at: r.string(10)))
                 out[out.count - 1].broadcast = r.int64(11) == 1
+                let variant = r.optionalString(12), rollout = r.int64(13) == 1
+                if variant != nil || rollout {
+                    out[out.count - 1].variant = variant
+                    out[out.count - 1].rollout = rollout
+                }
             }
             return out
         }

@@ -145,6 +145,16 @@ public struct RecipientHeaders: Sendable, Equatable {
     }
 }
 
+/// One variant's payload and headers for a recipient waiting for an experiment's winner.
+public struct VariantPayload: Sendable {
+    public var variant: String
+    public var payload: [UInt8]
+    public var headers: RecipientHeaders?
+    public init(variant: String, payload: [UInt8], headers: RecipientHeaders?) {
+        self.variant = variant; self.payload = payload; self.headers = headers
+    }
+}
+
 /// Audience rows read since the last checkpoint.
 public struct IngestBatch: Sendable {
     public struct Recipient: Sendable {
@@ -160,6 +170,12 @@ public struct IngestBatch: Sendable {
         /// `schedule`: the row's time zone as written, and when it is due (UNIX seconds; infinity: never).
         public var timezone: String?
         public var dueAt: Double?
+        /// `experiment`: the variant's name, `holdout`, or nil (no experiment, or waiting for the winner).
+        public var variant: String? = nil
+        /// Outside the experiment's test: for the winner.
+        public var rollout = false
+        /// Waiting for a winner not chosen yet: every variant's payload (`variant_payload`).
+        public var alternatives: [VariantPayload] = []
         public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
                     headers: RecipientHeaders? = nil, registeredAt: Int64? = nil, timezone: String? = nil, dueAt: Double? = nil) {
             self.token = token; self.location = location; self.recipientId = recipientId; self.payload = payload; self.apnsId = apnsId

@@ -7,6 +7,10 @@ import HeraldCore
 /// show as `pending` in reports.
 public enum StoredStatus: String, Sendable, CaseIterable {
     case pending, inflight, retry, sent, failed, suppressed, throttled, scheduled, cancelled
+    /// An experiment's holdout: never sent (final).
+    case heldOut = "held_out"
+    /// Outside an experiment's test, waiting for its winner to be chosen (final until then).
+    case awaitingWinner = "awaiting_winner"
 
     public var reportStatus: RecipientStatus {
         switch self {
@@ -16,6 +20,8 @@ public enum StoredStatus: String, Sendable, CaseIterable {
         case .suppressed: return .suppressed
         case .throttled: return .throttled
         case .cancelled: return .cancelled
+        case .heldOut: return .heldOut
+        case .awaitingWinner: return .awaitingWinner
         }
     }
 
@@ -33,6 +39,8 @@ public enum StoredStatus: String, Sendable, CaseIterable {
         case .throttled: "throttled"
         case .scheduled: "scheduled"
         case .cancelled: "cancelled"
+        case .heldOut: "held_out"
+        case .awaitingWinner: "awaiting_winner"
         }
         return UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
     }

@@ -61,7 +61,7 @@ enum Output {
                     return text
                 }.joined(separator: "; "))
             }
-            lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv + .ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json)")
+            lines.append("reports   \(report.reportsDir)/  (summary.html, deliveries.csv + .ndjson, unregistered.csv, rejected-tokens.csv, invalid.csv, summary.json\(report.summary?.experiment == nil ? "" : ", holdout.csv"))")
             lines.append("state     \(report.statePath)")
         }
         // docs/events.md: the exit status does not depend on events, so the result says what still waits.

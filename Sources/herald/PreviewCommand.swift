@@ -57,6 +57,7 @@ struct PreviewCommand: ParsableCommand {
         let spec: JobSpec
         let payloads: PayloadRenderer
         let headers: HeaderRenderer
+        var experiment: ExperimentRenderers?
         do {
             spec = try JobLoader.load(path: job)
             spec.warnings.forEach(Output.warning)
@@ -66,6 +67,9 @@ struct PreviewCommand: ParsableCommand {
         do {
             payloads = try PayloadRenderer(push: spec.push)
             headers = try HeaderRenderer(job: spec)
+            if let e = spec.experiment {
+                experiment = try ExperimentRenderers(job: spec, experiment: e, campaign: CampaignName(spec.campaign).resolved(at: Date()))
+            }
         } catch {
             throw PreviewFailure("\(job): \(error)")
         }
@@ -80,7 +84,7 @@ struct PreviewCommand: ParsableCommand {
             files = Array(files.prefix(1))
         }
 
-        let printer = PreviewPrinter(spec: spec, payloads: payloads, headers: headers, now: Int(Date().timeIntervalSince1970))
+        let printer = PreviewPrinter(spec: spec, payloads: payloads, headers: headers, experiment: experiment, now: Int(Date().timeIntervalSince1970))
         printer.printJob()
         var shown = 0
         var rowsRead = 0

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldPayload
+import HeraldPipeline
 import HeraldState
 
 /// Writes `herald preview`'s output: a job line, then one block per audience row. Device tokens
@@ -9,6 +10,8 @@ final class PreviewPrinter {
     let spec: JobSpec
     let payloads: PayloadRenderer
     let headers: HeaderRenderer
+    /// `experiment`: each row's arm and its variant's templates.
+    let experiment: ExperimentRenderers?
     /// The send time the preview assumes for `apns-expiration` relative to sending.
     let now: Int
     private(set) var printedAny = false
@@ -21,8 +24,8 @@ final class PreviewPrinter {
     /// Whether the ledger has this herald's schema; the preview never migrates it.
     private let ledgerIsCurrent: Bool
 
-    init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, now: Int) {
-        self.spec = spec; self.payloads = payloads; self.headers = headers; self.now = now
+    init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, experiment: ExperimentRenderers?, now: Int) {
+        self.spec = spec; self.payloads = payloads; self.headers = headers; self.experiment = experiment; self.now = now
         let started = Date(timeIntervalSince1970: Double(now))
         planner = spec.schedule.map { DuePlanner(spec: $0, period: $0.dailyPeriod(campaign: CampaignName(spec.campaign), runStarted: started)) }
         let shared = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
@@ -41,6 +44,11 @@ final class PreviewPrinter {
               + "missing_field \(p.missingField.rawValue), oversize \(p.oversize.rawValue)")
         if !p.locales.isEmpty {
             write("locales   \(p.locales.map(\.locale).joined(separator: ", ")) (field \(spec.audience.localeField ?? "none: audience.locale_field is not set"))")
+        }
+        if let e = spec.experiment {
+            let share = e.testShare.map { "test_share \(Self.percent($0))" } ?? "no test_share (every recipient gets a variant)"
+            write("experiment \(share), holdout \(Self.percent(e.holdout)), variants "
+                  + e.variants.map { "\($0.name) (weight \($0.weight))" }.joined(separator: ", ") + ", winner \(e.winner ?? "not chosen")")
         }
         flush()
     }
@@ -64,7 +72,28 @@ final class PreviewPrinter {
         flush()
     }
 
+    private static func percent(_ share: Double) -> String { String(format: "%g%%", share * 100) }
+
     private func printRecipient(_ record: AudienceRecord) {
+        var payloads = self.payloads, headers = self.headers
+        var arm: String?
+        if let experiment {
+            let names = experiment.names
+            var variant: Int?
+            switch experiment.assigner.arm(of: record.token) {
+            case .variant(let i): variant = i; arm = "variant   \(names[i]) (test)"
+            case .holdout: arm = "variant   holdout: not sent (held_out)"
+            case .rollout:
+                if let w = experiment.spec.winnerIndex { variant = w; arm = "variant   \(names[w]) (winner, rollout)" }
+                else { arm = "variant   none yet: waiting for the winner (awaiting_winner)" }
+            }
+            guard let i = variant else {
+                write("── \(record.location) · token \(Self.shortened(record.token.hex))")
+                write(arm!)
+                return
+            }
+            payloads = experiment.payloads[i]; headers = experiment.headers[i]
+        }
         let locale = spec.audience.localeField.flatMap { record.fields[$0]?.text }
         var title = spec.isBroadcast ? "── \(record.location) · channel \(record.token.hex)"
             : "── \(record.location) · token \(Self.shortened(record.token.hex))"
@@ -73,6 +102,7 @@ final class PreviewPrinter {
         }
         if let id = spec.audience.idField.flatMap({ record.fields[$0]?.text }), !id.isEmpty { title += " · id \(id)" }
         write(title)
+        if let arm { write(arm) }
         if let line = policyLine(record) { write(line) }
 
         let rendered: RenderedHeaders

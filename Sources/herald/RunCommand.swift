@@ -35,6 +35,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("ca-file"), help: "PEM CA bundle trusted for the endpoint instead of the system store.")
     var caFile: String?
 
+    @Option(help: ArgumentHelp("An experiment's winning variant: sent to every recipient outside its test (experiment.winner).", valueName: "name"))
+    var winner: String?
+
     @Flag(name: .customLong("new-run"), help: "Start a new run of a campaign whose last run finished (send it again). An unfinished last run is resumed first.")
     var newRun = false
 
@@ -117,7 +120,7 @@ struct RunCommand: ParsableCommand {
         let shard: Shard?
         do {
             shard = try Shard.resolve(option: self.shard, environment: ProcessInfo.processInfo.environment)
-            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile))
+            let loaded = try JobLoader.load(path: job, overrides: JobOverrides(statePath: files.state, reportsDir: files.reports, endpoint: endpoint, caFile: caFile, winner: winner))
             spec = shard.map { $0.apply(to: loaded) } ?? loaded
             let others = Shard.otherLayouts(of: loaded.statePath, than: shard)
             if !others.isEmpty && !FileManager.default.fileExists(atPath: spec.statePath) {

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldJob
 import HeraldOperations
 import HeraldPipeline
+import HeraldReports
 import HeraldState
 
 struct StatusCommand: ParsableCommand {
@@ -65,7 +66,12 @@ struct StatusCommand: ParsableCommand {
             lines.append("")
             lines.append("campaign  \(i.campaign)  (run \(i.runId))")
             lines.append("started   \(i.startedAt)")
-            lines.append("finished  " + (i.finishedAt ?? "no: rerun `herald run` to resume"))
+            let open = [StoredStatus.pending, .inflight, .retry, .scheduled].reduce(0) { $0 + (r.counts[$1] ?? 0) }
+            let waiting = r.counts[.awaitingWinner] ?? 0
+            let unfinished = open == 0 && waiting > 0
+                ? "no: the experiment's test is over and \(Output.number(waiting)) recipients wait for its winner (`herald run JOB --winner NAME`)"
+                : "no: rerun `herald run` to resume"
+            lines.append("finished  " + (i.finishedAt ?? unfinished))
             let reading = i.ingestComplete ? "read" : "reading (checkpoint: file \(max(i.ingestedFile, 0) + 1), line \(i.ingestedLine))"
             lines.append("audience  \(Output.number(i.rows)) rows \(reading): \(Output.number(r.distinct)) recipients, "
                          + "\(Output.number(i.duplicates)) duplicate rows, \(Output.number(r.invalid)) invalid rows")
@@ -78,6 +84,16 @@ struct StatusCommand: ParsableCommand {
                 let why = [windows > 0 ? "\(Output.number(windows)) for their local window" : nil,
                            capped > 0 ? "\(Output.number(capped)) for a frequency-cap slot" : nil].compactMap { $0 }
                 lines.append("waiting   \(why.joined(separator: ", ")); the next due at \(Self.iso(due))")
+            }
+            for arm in r.experiment {
+                let group = switch (arm.variant, arm.rollout) {
+                case (ExperimentSpec.holdoutName?, _): "holdout"
+                case (let v?, true): "\(v) (winner, rollout)"
+                case (let v?, false): "\(v) (test)"
+                case (nil, _): "waiting for the winner"
+                }
+                let counts = RecipientStatus.allCases.compactMap { st in arm.counts[st].map { "\(Output.number($0)) \(st.rawValue)" } }
+                lines.append("variant   \(group): \(Output.number(arm.total)) recipients: \(counts.joined(separator: ", "))")
             }
             lines.append("activity  last \(r.lastActivity ?? "-")")
             lines.append("reports   \(r.reportsDir)/")
@@ -98,6 +114,7 @@ struct StatusCommand: ParsableCommand {
                 .init("states", .object(counts)), .init("last_activity", r.lastActivity.map(JSONValue.string) ?? .null),
                 .init("reports", .string(r.reportsDir)),
                 .init("next_due_at", r.nextDue.map { .string(Self.iso($0)) } ?? .null),
+                .init("experiment", r.experiment.isEmpty ? .null : Summary.experimentJSON(r.experiment)),
             ])
         }
         return JSONValue.object([

@@ -21,11 +21,11 @@ import Testing
         let summary = try writer.write(state: fx.state, campaign: "c", run: fx.run, finishedAt: nil)
 
         let deliveries = try lines(writer.deliveriesPath)
-        #expect(deliveries[0] == "file,line,recipient_id,token,status,http_status,reason,apns_id,attempts,first_attempt_at,last_attempt_at,apns_unique_id,latency_ms,invalidated_at,timezone,due_at,channel_id")
+        #expect(deliveries[0] == "file,line,recipient_id,token,status,http_status,reason,apns_id,attempts,first_attempt_at,last_attempt_at,apns_unique_id,latency_ms,invalidated_at,timezone,due_at,channel_id,variant,rollout")
         #expect(deliveries.count == 7)
         #expect(deliveries[1].hasPrefix("\"a, \"\"b\"\".csv\",2,u0,\(ReportFixture.token(1)),sent,200,,"))
-        #expect(deliveries[1].hasSuffix(",uniq-0,10,,,,"), "no schedule: no time zone, no due time; a token, not a channel")
-        #expect(deliveries[4].hasSuffix(",,40,2023-11-14T22:13:20.123Z,,,"))
+        #expect(deliveries[1].hasSuffix(",uniq-0,10,,,,,,"), "no schedule: no time zone, no due time; a token, not a channel; no experiment")
+        #expect(deliveries[4].hasSuffix(",,40,2023-11-14T22:13:20.123Z,,,,,"))
         #expect(deliveries[6].contains(",pending,,,"))
 
         let ndjson = try lines(fx.dir.file("out/deliveries.ndjson"))

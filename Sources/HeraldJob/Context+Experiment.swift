@@ -1,0 +1,93 @@
+import Foundation
+import HeraldCore
+import Yams
+
+extension Context {
+    static let experimentKeys = ["test_share", "holdout", "variants", "winner", "seed"]
+    static let variantKeys = ["name", "weight", "template", "template_file", "locales"]
+
+    /// Job section `experiment` (docs/experiments.md). `winnerOverride`: `herald run --winner`.
+    func parseExperiment(_ m: inout YAMLMapping, winnerOverride: String?) throws(JobError) -> ExperimentSpec {
+        try m.rejectUnknown(known: Self.experimentKeys)
+        let holdout = try share(&m, "holdout") ?? 0
+        let testShare = try share(&m, "test_share")
+        if let t = testShare, t == 0 { throw m.error("test_share", "must be more than 0% (leave it out to give every recipient a variant)") }
+        if holdout >= 1 { throw m.error("holdout", "must be less than 100%: the holdout gets nothing") }
+        if let t = testShare, holdout + t > 1 + 1e-12 {
+            throw m.error("test_share", "and experiment.holdout add up to more than 100% (\(Self.percent(holdout + t)))")
+        }
+        guard let (variantsNode, variantsLine) = m.node("variants") else { throw m.error("variants", "is required: at least one variant") }
+        guard case .sequence(let items) = variantsNode, !items.isEmpty else {
+            throw JobError(file: file, line: variantsLine, "experiment.variants must be a list of variants such as { name: a, template: {...} }")
+        }
+        var variants: [ExperimentSpec.Variant] = []
+        for (i, item) in items.enumerated() {
+            var v = try YAMLMapping(item, path: "experiment.variants[\(i)]", file: file)
+            variants.append(try parseVariant(&v, taken: variants.map(\.name)))
+        }
+        var winner = try m.string("winner")
+        if let override = winnerOverride { winner = override }
+        if let w = winner, !variants.contains(where: { $0.name == w }) {
+            let names = variants.map(\.name).joined(separator: ", ")
+            let what = "names no variant: \"\(w)\" (the variants are \(names))"
+            if winnerOverride != nil { throw JobError(file: file, line: variantsLine, "--winner \(what)") }
+            throw m.error("winner", what)
+        }
+        let seed = try m.string("seed") ?? ""
+        try m.finish(known: Self.experimentKeys)
+        return ExperimentSpec(testShare: testShare, holdout: holdout, variants: variants, winner: winner, seed: seed)
+    }
+
+    private func parseVariant(_ v: inout YAMLMapping, taken: [String]) throws(JobError) -> ExperimentSpec.Variant {
+        try v.rejectUnknown(known: Self.variantKeys)
+        let name = try v.requiredString("name")
+        guard name.utf8.count <= 32, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
+            throw v.error("name", "may contain only letters, digits, '.', '_' and '-' (at most 32), not \"\(name)\"")
+        }
+        if name == ExperimentSpec.holdoutName { throw v.error("name", "cannot be \"holdout\": reports name the holdout group so") }
+        if taken.contains(name) { throw v.error("name", "\"\(name)\" is given to two variants") }
+        let section = "experiment.variants.\(name)"
+        let weight = try v.int("weight", range: 1...1_000_000) ?? 1
+        var lines = TemplateLines()
+        let template: JSONValue
+        switch (v.has("template"), v.has("template_file")) {
+        case (true, true): throw JobError(file: file, line: v.line, "\(section) takes template or template_file, not both")
+        case (false, false): throw JobError(file: file, line: v.line, "\(section) needs a template or a template_file")
+        case (true, false):
+            let (n, _) = v.node("template")!
+            template = try jsonValue(n, path: "\(section).template")
+            Self.recordLines(n, source: "\(section).template", path: "", file: file, into: &lines)
+        case (false, true):
+            let name = try v.requiredString("template_file")
+            let (value, node) = try loadTemplateFile(name, line: v.line)
+            template = value
+            Self.recordLines(node, source: "\(section).template", path: "", file: name, into: &lines)
+        }
+        var locales: [(locale: String, template: JSONValue)] = []
+        if let (n, l) = v.node("locales") {
+            guard case .mapping(let lm) = n else { throw JobError(file: file, line: l, "\(section).locales must map a locale to a template") }
+            for (k, value) in lm {
+                guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "\(section).locales keys must be locale codes") }
+                locales.append((ks.string, try jsonValue(value, path: "\(section).locales.\(ks.string)")))
+                Self.recordLines(value, source: "\(section).locales.\(ks.string)", path: "", file: file, into: &lines)
+            }
+        }
+        try v.finish(known: Self.variantKeys)
+        var variant = ExperimentSpec.Variant(name: name, weight: weight, template: template, locales: locales, line: v.line)
+        variant.templateLines = lines
+        return variant
+    }
+
+    /// A share written as a percentage (`20%`, `2.5%`), as a fraction.
+    private func share(_ m: inout YAMLMapping, _ key: String) throws(JobError) -> Double? {
+        guard let text = try m.string(key) else { return nil }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasSuffix("%"), let value = Double(trimmed.dropLast().trimmingCharacters(in: .whitespaces)),
+              value.isFinite, value >= 0, value <= 100 else {
+            throw m.error(key, "must be a percentage from 0% to 100%, such as 20% or 2.5%, not \"\(text)\"")
+        }
+        return value / 100
+    }
+
+    static func percent(_ share: Double) -> String { String(format: "%g%%", share * 100) }
+}
