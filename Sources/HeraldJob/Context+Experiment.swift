@@ -7,7 +7,7 @@ extension Context {
     static let variantKeys = ["name", "weight", "template", "template_file", "locales"]
 
     /// Job section `experiment` (docs/experiments.md). `winnerOverride`: `herald run --winner`.
-    func parseExperiment(_ m: inout YAMLMapping, winnerOverride: String?) throws(JobError) -> ExperimentSpec {
+    func parseExperiment(_ m: inout YAMLMapping, campaign: String, winnerOverride: String?) throws(JobError) -> ExperimentSpec {
         try m.rejectUnknown(known: Self.experimentKeys)
         let holdout = try share(&m, "holdout") ?? 0
         let testShare = try share(&m, "test_share")
@@ -32,6 +32,13 @@ extension Context {
             let what = "names no variant: \"\(w)\" (the variants are \(names))"
             if winnerOverride != nil { throw JobError(file: file, line: variantsLine, "--winner \(what)") }
             throw m.error("winner", what)
+        }
+        // Each period of a recurring campaign is its own run, and the next one starts only when the
+        // last has finished: a test left waiting for a winner would hold every later period back.
+        if testShare != nil, winner == nil, CampaignName(campaign).isPeriodic {
+            throw m.error("test_share", "needs experiment.winner in a recurring campaign (\(campaign)): each period's run must finish, "
+                          + "and one waiting for a winner would hold the next period back. Leave test_share out to give every "
+                          + "recipient a variant, or choose the winner")
         }
         let seed = try m.string("seed") ?? ""
         try m.finish(known: Self.experimentKeys)
@@ -59,7 +66,7 @@ extension Context {
             Self.recordLines(n, source: "\(section).template", path: "", file: file, into: &lines)
         case (false, true):
             let name = try v.requiredString("template_file")
-            let (value, node) = try loadTemplateFile(name, line: v.line)
+            let (value, node) = try loadTemplateFile(name, line: v.line, key: "\(section).template_file")
             template = value
             Self.recordLines(node, source: "\(section).template", path: "", file: name, into: &lines)
         }

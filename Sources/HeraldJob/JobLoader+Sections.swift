@@ -340,10 +340,10 @@ extension Context {
     }
 
     /// A template file is JSON (or YAML, of which JSON is a subset); parsed with Yams so key order is kept.
-    func loadTemplateFile(_ name: String, line: Int?) throws(JobError) -> (JSONValue, Node) {
+    func loadTemplateFile(_ name: String, line: Int?, key: String = "push.template_file") throws(JobError) -> (JSONValue, Node) {
         let path = resolve(name)
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8) else {
-            throw JobError(file: file, line: line, "push.template_file not found or unreadable: \(name) (looked for \(path))")
+            throw JobError(file: file, line: line, "\(key) not found or unreadable: \(name) (looked for \(path))")
         }
         do {
             guard let node = try Yams.compose(yaml: text) else { throw JobError(file: name, line: nil, "template file is empty") }

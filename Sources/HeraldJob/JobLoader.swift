@@ -182,7 +182,7 @@ struct Context {
         if var s = try top.mapping("schedule") { schedule = try parseSchedule(&s) }
         var experiment: ExperimentSpec?
         if var e = try top.mapping("experiment") {
-            let parsed = try parseExperiment(&e, winnerOverride: overrides.winner)
+            let parsed = try parseExperiment(&e, campaign: campaign, winnerOverride: overrides.winner)
             // The first variant stands in for push.template where one template is asked for.
             push.template = parsed.variants[0].template
             push.locales = parsed.variants[0].locales

@@ -38,9 +38,14 @@ public struct AudienceScan {
         broadcast = spec.isBroadcast
         if depth == .full {
             renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
-                RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
-                                  localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
-                                  dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
+                var r = RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
+                                          localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
+                                          dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
+                // Each row is checked as the run would render it: with its own variant, or with every one.
+                if let e = spec.experiment {
+                    r.experiment = try ExperimentRenderers(job: spec, experiment: e, campaign: CampaignName(spec.campaign).resolved(at: Date()))
+                }
+                return r
             }
             audience.templateColumns = renderer?.fieldsEveryRowNeeds ?? []
         } else {

@@ -53,9 +53,13 @@ extension RunState {
             let waiting = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'awaiting_winner' AND \(Self.flagged)",
                                            arguments: [id]) ?? 0
             guard waiting > 0 else { return .released(0) }
+            // A staged row read while no winner was chosen keeps every variant's payload apart
+            // (its own `variant` is NULL); one read again once the winner was known (a changed
+            // audience) already holds the winner's.
             let missing = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM recipient r WHERE r.run = ? AND r.status = 'awaiting_winner' AND \(Self.flagged)
-                    AND NOT EXISTS (SELECT 1 FROM variant_payload v WHERE v.row = r.row AND v.variant = ?)
+                SELECT COUNT(*) FROM recipient r JOIN audience_row a ON a.id = r.row
+                WHERE r.run = ?1 AND r.status = 'awaiting_winner' AND \(Self.flagged) AND a.variant IS NOT ?2
+                    AND NOT EXISTS (SELECT 1 FROM variant_payload v WHERE v.row = r.row AND v.variant = ?2)
                 """, arguments: [id, winner]) ?? 0
             if missing > 0 {
                 let known = try String.fetchAll(db, sql: "SELECT DISTINCT variant FROM variant_payload WHERE run = ? ORDER BY variant", arguments: [id])
@@ -64,7 +68,7 @@ extension RunState {
             try db.execute(sql: """
                 UPDATE audience_row SET (payload, payload_reference, priority, collapse_id, expiration) =
                     (SELECT payload, NULL, priority, collapse_id, expiration FROM variant_payload v WHERE v.row = audience_row.id AND v.variant = ?1)
-                WHERE id IN (SELECT row FROM recipient WHERE run = ?2 AND status = 'awaiting_winner' AND \(Self.flagged))
+                WHERE variant IS NOT ?1 AND id IN (SELECT row FROM recipient WHERE run = ?2 AND status = 'awaiting_winner' AND \(Self.flagged))
                 """, arguments: [winner, id])
             // The winner's name first, so the start rule sees a rollout recipient with its variant.
             try db.execute(sql: """

@@ -76,6 +76,7 @@ import Testing
         ("  variants:\n    - { name: holdout, template: { aps: { alert: A } } }\n", "cannot be \"holdout\""),
         ("  variants:\n    - { name: \"a b\", template: { aps: { alert: A } } }\n", "may contain only letters, digits"),
         ("  variants:\n    - { name: a }\n", "experiment.variants.a needs a template or a template_file"),
+        ("  variants:\n    - { name: a, template_file: ../missing.json }\n", "experiment.variants.a.template_file not found or unreadable: ../missing.json"),
         ("  variants:\n    - { name: a, template: { aps: { alert: A } }, template_file: ../b.json }\n", "takes template or template_file, not both"),
         ("  variants:\n    - { name: a, weight: 0, template: { aps: { alert: A } } }\n", "experiment.variants[0].weight"),
         ("  variants:\n    - { name: a, template: { aps: { alert: A } }, title: x }\n", "unknown key \"experiment.variants[0].title\""),
@@ -96,6 +97,23 @@ import Testing
         }
         let error = try #require(throws: JobError.self) { try load(Self.twoVariants, push: "{ locales: { fr: { aps: { alert: x } } } }") }
         #expect(error.description.contains("push.locales does not go with experiment"), "\(error)")
+    }
+
+    @Test func aRecurringCampaignCannotWaitForAWinner() throws {
+        let path = try dir.write("jobs/daily.yaml", """
+            campaign: digest-{date}
+            audience: { files: [../a.csv] }
+            apns: { endpoint: simulator, topic: com.example.app }
+            push: { type: alert }
+            experiment:
+              test_share: 20%
+            \(Self.twoVariants)
+            """)
+        try dir.write("a.csv", "token\n" + String(repeating: "ab", count: 32) + "\n")
+        try dir.write("b.json", #"{"aps": {"alert": "from a file"}}"#)
+        let error = try #require(throws: JobError.self) { try JobLoader.load(path: path) }
+        #expect(error.description.contains("experiment.test_share needs experiment.winner in a recurring campaign"), "\(error)")
+        #expect(try JobLoader.load(path: path, overrides: JobOverrides(winner: "a")).experiment?.winner == "a")
     }
 
     @Test func aBroadcastCannotHaveAnExperiment() throws {
