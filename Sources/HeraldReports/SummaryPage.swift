@@ -60,7 +60,7 @@ public enum SummaryPage {
         }
         h += "<div class=\"tiles\">\n"
         h += tile("total-recipients", "Recipients", s.distinct)
-        for status in RecipientStatus.allCases { h += tile("total-\(status.rawValue)", status.rawValue.capitalized, s.count(status)) }
+        for status in shownStatuses(s) { h += tile("total-\(status.rawValue)", status.rawValue.capitalized, s.count(status)) }
         h += "</div>\n"
 
         h += "<h2>Outcome</h2>\n" + outcomeChart(s)
@@ -123,6 +123,11 @@ public enum SummaryPage {
         return h
     }
 
+    /// Every status, but an experiment's only in a campaign that has one.
+    static func shownStatuses(_ s: Summary) -> [RecipientStatus] {
+        RecipientStatus.allCases.filter { s.experiment != nil || ($0 != .heldOut && $0 != .awaitingWinner) || s.count($0) > 0 }
+    }
+
     static func tile(_ id: String, _ label: String, _ n: Int) -> String {
         "<div class=\"tile\"><span class=\"n\" id=\"\(id)\" data-value=\"\(n)\">\(num(n))</span>\(esc(label))</div>\n"
     }
@@ -131,8 +136,9 @@ public enum SummaryPage {
     static func outcomeChart(_ s: Summary) -> String {
         let total = max(1, s.distinct)
         let rowHeight = 34, width = 640, labelWidth = 110, barMax = 380
-        var svg = "<svg id=\"outcome-chart\" role=\"img\" aria-label=\"Outcome of each recipient\" width=\"\(width)\" height=\"\(rowHeight * RecipientStatus.allCases.count + 10)\" viewBox=\"0 0 \(width) \(rowHeight * RecipientStatus.allCases.count + 10)\" xmlns=\"http://www.w3.org/2000/svg\">\n"
-        for (i, status) in RecipientStatus.allCases.enumerated() {
+        let statuses = shownStatuses(s)
+        var svg = "<svg id=\"outcome-chart\" role=\"img\" aria-label=\"Outcome of each recipient\" width=\"\(width)\" height=\"\(rowHeight * statuses.count + 10)\" viewBox=\"0 0 \(width) \(rowHeight * statuses.count + 10)\" xmlns=\"http://www.w3.org/2000/svg\">\n"
+        for (i, status) in statuses.enumerated() {
             let n = s.count(status)
             let y = i * rowHeight + 5
             let w = n == 0 ? 0 : max(2, Int(Double(barMax) * Double(n) / Double(total)))

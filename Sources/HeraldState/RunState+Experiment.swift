@@ -49,7 +49,14 @@ extension RunState {
     /// are not touched: they are never sent again. After a crash either all of them are released
     /// or none is, and a rerun releases them again.
     public func releaseWinner(_ winner: String, now: Date = Date()) throws(StateError) -> WinnerRelease {
-        try write { db in
+        // A killed invocation's claims are recovered first (as the send loop would before its
+        // first claim): pending recipients at or below the claim mark count as in flight, and the
+        // ones released here were never sent.
+        let mark = try read { db in try Self.claimMark(db, run: id) }
+        if mark != 0, try awaitingWinnerCount() > 0 {
+            try recoverInflight(now: now)
+        }
+        return try write { db in
             let waiting = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'awaiting_winner' AND \(Self.flagged)",
                                            arguments: [id]) ?? 0
             guard waiting > 0 else { return .released(0) }

@@ -78,7 +78,8 @@ struct StatusCommand: ParsableCommand {
             if i.audienceChanged {
                 lines.append("changed   audience changed during the run: \(Output.number(i.newRecipients)) new, \(Output.number(i.vanishedRecipients)) vanished")
             }
-            lines.append("state     " + StoredStatus.allCases.map { "\(Output.number(r.counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", "))
+            let states = StoredStatus.allCases.filter { !r.experiment.isEmpty || ($0 != .heldOut && $0 != .awaitingWinner) || (r.counts[$0] ?? 0) > 0 }
+            lines.append("state     " + states.map { "\(Output.number(r.counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", "))
             if let due = r.nextDue {
                 let capped = r.capped, windows = (r.counts[.scheduled] ?? 0) - capped
                 let why = [windows > 0 ? "\(Output.number(windows)) for their local window" : nil,
