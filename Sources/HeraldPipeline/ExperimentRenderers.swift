@@ -5,11 +5,15 @@ import HeraldState
 /// An experiment's templates compiled once per run: a payload and a header renderer per variant,
 /// and the assigner that puts each token in an arm. Every variant's template is validated here,
 /// as `push.template` is, so one bad variant stops the job (exit 2) before anything is read.
-public struct ExperimentRenderers: Sendable {
+public final class ExperimentRenderers: Sendable {
     public let spec: ExperimentSpec
     public let assigner: ExperimentAssigner
     public let payloads: [PayloadRenderer]
     public let headers: [HeaderRenderer]
+    /// Whether variant i's headers differ from the job's own (`collapse_id: auto`: each variant
+    /// has its own id): then each of its recipients keeps its headers in its staged row;
+    /// otherwise the row keeps none and the job's are sent, as without an experiment.
+    let ownHeaders: [Bool]
 
     /// `campaign`: the run's resolved name (the assignment's key, and each variant's automatic collapse id).
     public init(job: JobSpec, experiment: ExperimentSpec, campaign: String) throws(PayloadTemplateError) {
@@ -25,6 +29,11 @@ public struct ExperimentRenderers: Sendable {
         }
         self.payloads = payloads
         self.headers = headers
+        let job = try HeaderRenderer(push: job.push, topic: job.apns.topic, campaign: campaign).shared
+        ownHeaders = headers.map { h in
+            let v = h.shared
+            return v.priority != job.priority || v.collapseId != job.collapseId || v.expiration != job.expiration
+        }
     }
 
     public var names: [String] { spec.variants.map(\.name) }

@@ -90,7 +90,7 @@ struct RecipientRenderer {
         case .holdout: single = nil
         }
         if let (i, rollout) = single {
-            switch renderVariant(record, locale: locale, payload: experiment.payloads[i], headers: experiment.headers[i]) {
+            switch renderVariant(record, locale: locale, payload: experiment.payloads[i], headers: experiment.headers[i], own: experiment.ownHeaders[i]) {
             case .failure(let row): return .invalid(row)
             case .success(let (bytes, headers)):
                 return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due,
@@ -99,7 +99,7 @@ struct RecipientRenderer {
         }
         var alternatives: [VariantPayload] = []
         for (i, name) in experiment.names.enumerated() {
-            switch renderVariant(record, locale: locale, payload: experiment.payloads[i], headers: experiment.headers[i]) {
+            switch renderVariant(record, locale: locale, payload: experiment.payloads[i], headers: experiment.headers[i], own: experiment.ownHeaders[i]) {
             case .failure(let row): return .invalid(row)
             case .success(let (bytes, headers)): alternatives.append(VariantPayload(variant: name, payload: bytes, headers: headers))
             }
@@ -113,14 +113,14 @@ struct RecipientRenderer {
     }
 
     private enum Rendered {
-        case success(([UInt8], RecipientHeaders))
+        case success(([UInt8], RecipientHeaders?))
         case failure(InvalidRow)
     }
 
-    /// One variant's payload and headers. The headers are always the recipient's own: each
-    /// variant has its own automatic collapse id.
+    /// One variant's payload and headers: the recipient's own when they vary per recipient or
+    /// the variant's differ from the job's (`own`: each variant's automatic collapse id), else nil.
     private func renderVariant(_ record: AudienceRecord, locale: String?, payload: PayloadRenderer,
-                        headers: HeaderRenderer) -> Rendered {
+                               headers: HeaderRenderer, own: Bool) -> Rendered {
         let bytes: [UInt8]
         switch payload.render(record, locale: locale) {
         case .payload(let rendered): bytes = rendered
@@ -129,6 +129,7 @@ struct RecipientRenderer {
             return .failure(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
         }
         guard headers.variesPerRecipient else {
+            guard own else { return .success((bytes, nil)) }
             let h = headers.shared
             return .success((bytes, RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration)))
         }

@@ -333,11 +333,13 @@ public struct RunState: Sendable {
 /// `finish` drops the bindings so no pointer outlives the buffer. The row's id is then the
 /// connection's `lastInsertedRowID`.
 ///
-/// Payloads are kept as differences from the run's latest reference payload (`PayloadReference`).
-/// The first payload of each batch decides whether that reference still fits: when it has none,
-/// or that payload would keep more than half its size against it (a job whose template changed
-/// between invocations, a locale change), the payload becomes the run's new reference, inserted
-/// in the batch's transaction before any row that uses it.
+/// Payloads are kept as differences from a reference payload of the run (`PayloadReference`).
+/// The first payload of each batch decides which reference fits: the run's newest one that would
+/// keep at most half its size, else (a job whose template changed between invocations, a locale
+/// change) the payload becomes the run's new reference, inserted in the batch's transaction before
+/// any row that uses it. An experiment's variants are decided each at its own first payload of the
+/// batch, from the run's few newest references: variant b's payloads kept against variant a's
+/// would keep most of their bytes.
 struct StagedRowInsert {
     private let statement: RawStatement
     private let db: Database
@@ -345,8 +347,11 @@ struct StagedRowInsert {
     private var bytes: [UInt8] = []
     /// Where each payload is encoded, and decoded again to be checked (`PayloadReference.encode`).
     private var scratch: [UInt8] = []
-    private var reference: PayloadReference?
-    private var referenceChecked = false
+    /// The run's newest references, newest first (at most `keptReferences`).
+    private var references: [PayloadReference] = []
+    /// The reference chosen in this batch for each variant's payloads ("" without an experiment).
+    private var chosen: [String: PayloadReference] = [:]
+    static let keptReferences = 8
     /// The INSERT of `variant_payload`, made at the first row that needs it.
     private var alternative: RawStatement?
     /// Smaller payloads are kept as they are: too short to share anything worth a reference.
@@ -363,8 +368,8 @@ struct StagedRowInsert {
         statement.bind(1, run)
         statement.bind(2, pass)
         bytes.reserveCapacity(1024)
-        reference = try Row.fetchOne(db, sql: "SELECT id, bytes FROM payload_reference WHERE run = ? ORDER BY id DESC LIMIT 1",
-                                     arguments: [run]).map { PayloadReference(id: $0["id"], bytes: [UInt8]($0["bytes"] as Data)) }
+        references = try Row.fetchAll(db, sql: "SELECT id, bytes FROM payload_reference WHERE run = ? ORDER BY id DESC LIMIT \(Self.keptReferences)",
+                                      arguments: [run]).map { PayloadReference(id: $0["id"], bytes: [UInt8]($0["bytes"] as Data)) }
     }
 
     mutating func insert(_ r: IngestBatch.Recipient) throws {
@@ -373,7 +378,7 @@ struct StagedRowInsert {
         let recipientId = bytes.appendText(r.recipientId), apnsId = bytes.appendText(r.apnsId)
         let payloadStart = bytes.count
         var referenceId: Int64?
-        if let reference = try reference(for: r.payload), reference.encode(r.payload, into: &bytes, scratch: &scratch) {
+        if let reference = try reference(for: r.payload, variant: r.variant), reference.encode(r.payload, into: &bytes, scratch: &scratch) {
             referenceId = reference.id
         } else {
             bytes.append(contentsOf: r.payload)
@@ -381,6 +386,7 @@ struct StagedRowInsert {
         let payload = payloadStart..<bytes.count
         let collapseId = r.headers?.collapseId.map { bytes.appendText($0) }
         let expiration = r.headers.map { bytes.appendText($0.expiration.storageText) }
+        let variant = r.variant.map { bytes.appendText($0) }
         let insert = statement
         try bytes.withUnsafeBytes { buffer in
             insert.bindStatic(3, text: UnsafeRawBufferPointer(rebasing: buffer[token]))
@@ -396,7 +402,7 @@ struct StagedRowInsert {
             insert.bind(13, r.timezone)
             insert.bind(14, r.dueAt)
             insert.bind(15, referenceId)
-            insert.bind(16, r.variant)
+            if let variant { insert.bindStatic(16, text: UnsafeRawBufferPointer(rebasing: buffer[variant])) } else { insert.bindNull(16) }
             insert.bind(17, r.rollout ? 1 : 0)
             try insert.execute()
         }
@@ -424,19 +430,26 @@ struct StagedRowInsert {
         }
     }
 
-    /// The reference this batch's payloads are kept against, decided at its first payload.
-    private mutating func reference(for payload: [UInt8]) throws -> PayloadReference? {
-        guard !referenceChecked else { return reference }
-        // A held-out or waiting row's empty payload decides nothing: the next payload does.
-        guard payload.count >= Self.smallestReference else { return reference }
-        referenceChecked = true
-        if let reference {
-            var probe: [UInt8] = []
-            if reference.encode(payload, into: &probe, scratch: &scratch), probe.count <= payload.count / 2 { return reference }
+    /// The reference this batch's payloads of `variant` are kept against, decided at the first of them.
+    private mutating func reference(for payload: [UInt8], variant: String?) throws -> PayloadReference? {
+        let key = variant ?? ""
+        if let known = chosen[key] { return known }
+        // Too short to decide anything (a held-out or waiting row's empty payload): the next one decides.
+        guard payload.count >= Self.smallestReference else { return nil }
+        var probe: [UInt8] = []
+        for candidate in references {
+            probe.removeAll(keepingCapacity: true)
+            if candidate.encode(payload, into: &probe, scratch: &scratch), probe.count <= payload.count / 2 {
+                chosen[key] = candidate
+                return candidate
+            }
         }
         try db.execute(sql: "INSERT INTO payload_reference (run, bytes) VALUES (?, ?)", arguments: [run, Data(payload)])
-        reference = PayloadReference(id: db.lastInsertedRowID, bytes: payload)
-        return reference
+        let made = PayloadReference(id: db.lastInsertedRowID, bytes: payload)
+        references.insert(made, at: 0)
+        if references.count > Self.keptReferences { references.removeLast() }
+        chosen[key] = made
+        return made
     }
 
     func finish() { statement.clearBindings(); alternative?.clearBindings() }

@@ -31,19 +31,32 @@ import Testing
 
     /// The assignment computed from its definition (docs/experiments.md), independently of the type's shortcuts.
     static func reference(_ e: ExperimentSpec, campaign: String, token: DeviceToken) -> ExperimentAssigner.Arm {
-        let digest = Array(SHA256.hash(data: Array("herald-experiment\u{0}\(campaign)\u{0}\(e.seed)\u{0}\(token.hex)".utf8)))
-        let first = digest[0..<8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let second = digest[8..<16].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let u = Double(first) / 18_446_744_073_709_551_616.0, v = Double(second) / 18_446_744_073_709_551_616.0
+        let key = Array(SHA256.hash(data: Array("herald-experiment\u{0}\(campaign)\u{0}\(e.seed)".utf8)))
+        let k0 = key[0..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let k1 = key[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let h = Array(token.hex.utf8).withUnsafeBytes { ExperimentAssigner.sipHash24(k0: k0, k1: k1, $0) }
+        let two64 = 18_446_744_073_709_551_616.0
+        let u = Double(h) / two64
         if u < e.holdout { return .holdout }
-        if let t = e.testShare, u >= e.holdout + t { return .rollout }
+        let test = e.testShare ?? (1 - e.holdout)
+        if e.testShare != nil, u >= e.holdout + test { return .rollout }
+        let position = (u - e.holdout) / test
         let total = Double(e.variants.reduce(0) { $0 + $1.weight })
         var running = 0.0
         for (i, variant) in e.variants.enumerated() {
             running += Double(variant.weight)
-            if v < running / total { return .variant(i) }
+            if position < running / total { return .variant(i) }
         }
         return .variant(e.variants.count - 1)
+    }
+
+    /// The SipHash paper's test vectors (Appendix A): key 00…0f, messages 00…0e and empty.
+    @Test func sipHashMatchesThePapersVectors() {
+        let key = Array(UInt8(0)..<16)
+        let k0 = key[0..<8].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let k1 = key[8..<16].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        #expect(Array(UInt8(0)..<15).withUnsafeBytes { ExperimentAssigner.sipHash24(k0: k0, k1: k1, $0) } == 0xa129_ca61_49be_45e5)
+        #expect([UInt8]().withUnsafeBytes { ExperimentAssigner.sipHash24(k0: k0, k1: k1, $0) } == 0x726f_db47_dd0e_0e31)
     }
 
     @Test func theArmIsTheKeyedHashOfCampaignSeedAndToken() {
