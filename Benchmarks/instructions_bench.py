@@ -16,6 +16,15 @@ Usage: instructions_bench.py [HERALD_BINARY]   (default .build/release/herald)
 INSTRUCTIONS_PUSH=background runs the same audience as background pushes with the silent-push
 budget on (high enough to admit all): every push takes its slot in herald-shared.sqlite's ledger,
 so the figure includes the per-device budget's cost (bench-out/instructions-background.json).
+INSTRUCTIONS_EXPERIMENT (docs/experiments.md) runs the plain job first, then the same audience with
+an `experiment:` section in place of push.template, on the same build and stand-in, and reports both
+and the difference (bench-out/instructions-experiment-MODE.json; profiles callgrind.MODE.ROWS.out):
+- two-variants: variants a (the plain job's template) and b (a template of the same shape and the
+  same rendered size, other text), no test_share, no holdout: every recipient is sent its arm's
+  payload, so the figure compares per push like for like (issue 43's budget: within +5 %);
+- test-holdout: test_share 20 %, holdout 5 %, no winner: a fifth of the rows are sent, 5 % are held
+  out, and the rest wait for the winner with both variants' payloads stored; the figure is per
+  audience row read, beside the plain job's (where every row read is a push).
 Writes bench-out/instructions.json. Skips (exit 0, with a message) without valgrind or nginx-light.
 """
 import json, os, re, shutil, subprocess, sys
@@ -24,6 +33,16 @@ import standin_bench as sb
 
 ROWS = (50, 5000)
 PUSH = os.environ.get("INSTRUCTIONS_PUSH", "alert")
+EXPERIMENT = os.environ.get("INSTRUCTIONS_EXPERIMENT", "")
+
+# Variant b: the plain template's shape, keys and rendered length, other text (same title, body
+# and thread-id lengths), so a push of either arm is the same request size as a plain one.
+VARIANT_B = sb.TEMPLATE.replace("Your weekly summary is ready", "Your weekly roundup is here!") \
+    .replace("you have {{unread}} unread messages. Tap to see what you missed.",
+             "there are {{unread}} new messages for you. Open to catch up now.") \
+    .replace("weekly-digest", "weekly-update")
+assert VARIANT_B != sb.TEMPLATE and len(VARIANT_B) == len(sb.TEMPLATE)
+EXPERIMENTS = {"two-variants": "", "test-holdout": "  test_share: 20%\n  holdout: 5%\n"}
 
 
 def as_background(job):
@@ -35,6 +54,27 @@ def as_background(job):
     tail = tail.replace("throttle: { rate: 0 }", "throttle: { rate: 0, silent_rate: 0, silent_per_device_per_hour: 100 }")
     with open(job, "w") as f:
         f.write(head + "push:\n  type: background\n  template: { aps: { content-available: 1 }, sync: \"{{first_name}}\" }\n" + tail)
+
+
+def as_experiment(job, shape):
+    """push.template moved into `experiment.variants` a (the same template) and b (VARIANT_B)."""
+    with open(job) as f:
+        text = f.read()
+    assert sb.TEMPLATE in text
+    def variant(name, template):
+        # sb.TEMPLATE is "  template:" with its body under it: indent it under the list item.
+        body = "".join("    " + line + "\n" for line in template.rstrip("\n").split("\n"))
+        return f"    - name: {name}\n" + body
+    block = "experiment:\n" + EXPERIMENTS[shape] + "  variants:\n" + variant("a", sb.TEMPLATE) + variant("b", VARIANT_B)
+    text = text.replace(sb.TEMPLATE, "")
+    text = text.replace("throttle:", block + "throttle:", 1)
+    with open(job, "w") as f:
+        f.write(text)
+
+
+def summary_counts(name):
+    with open(os.path.join(sb.WORK, "reports", name, "summary.json")) as f:
+        return json.load(f)["counts"]
 
 
 def count(herald, job, name, out):
@@ -60,6 +100,10 @@ def main():
         return
     if not os.path.exists(herald):
         sys.exit(f"instructions: {herald} not found (swift build -c release --product herald)")
+    if EXPERIMENT and EXPERIMENT not in EXPERIMENTS:
+        sys.exit(f"instructions: INSTRUCTIONS_EXPERIMENT={EXPERIMENT}: expected one of {', '.join(EXPERIMENTS)}")
+    if EXPERIMENT and PUSH != "alert":
+        sys.exit("instructions: INSTRUCTIONS_EXPERIMENT goes with alert pushes only (unset INSTRUCTIONS_PUSH)")
     work = os.path.join(sb.OUT, "instructions")
     os.makedirs(work, exist_ok=True)
     for d in ("jobs", "state", "reports", "data"):
@@ -67,32 +111,59 @@ def main():
     stripped = os.path.join(work, "herald-stripped")
     subprocess.run(["strip", "-g", "-o", stripped, herald], check=True)
     subprocess.run([os.path.join(sb.STANDIN, "gen_certs.sh")], check=True, capture_output=True)
+    # An experiment is measured beside the plain job, same build, same stand-in, back to back.
+    shapes = ["plain", EXPERIMENT] if EXPERIMENT else ["plain"]
     si = sb.StandIn(sb.free_port())
     si.stop()
     si.start()
+    results = {}
     try:
-        counts = {}
-        for rows in ROWS:
-            audience = os.path.join(sb.WORK, "data", f"audience_{rows}.csv.gz")
-            sb.gen_audience(audience, rows)
-            name = f"instructions-{rows}"
-            job = sb.write_job(name, audience, si, 1, 200)
-            if PUSH == "background":
-                as_background(job)
-            counts[rows] = count(stripped, job, name, os.path.join(work, f"callgrind.{rows}.out"))
-            print(f"instructions: {rows:,} recipients: {counts[rows]:,} instructions", flush=True)
+        for shape in shapes:
+            counts, sent = {}, {}
+            for rows in ROWS:
+                audience = os.path.join(sb.WORK, "data", f"audience_{rows}.csv.gz")
+                sb.gen_audience(audience, rows)
+                name = f"instructions-{rows}" if shape == "plain" else f"instructions-{shape}-{rows}"
+                job = sb.write_job(name, audience, si, 1, 200)
+                if PUSH == "background":
+                    as_background(job)
+                if shape != "plain":
+                    as_experiment(job, shape)
+                profile = f"callgrind.{rows}.out" if shape == "plain" else f"callgrind.{shape}.{rows}.out"
+                counts[rows] = count(stripped, job, name, os.path.join(work, profile))
+                sent[rows] = summary_counts(name)
+                print(f"instructions: {shape}, {rows:,} recipients: {counts[rows]:,} instructions, "
+                      f"{sent[rows].get('sent', 0):,} sent", flush=True)
+            results[shape] = (counts, sent)
     finally:
         si.stop()
     small, large = ROWS
-    per_push = (counts[large] - counts[small]) / (large - small)
-    figures = {"counts": {str(k): v for k, v in counts.items()}, "instructions_per_push": round(per_push),
-               "startup_instructions": counts[small]}
-    name = "instructions.json" if PUSH == "alert" else f"instructions-{PUSH}.json"
+    figures = {}
+    for shape, (counts, sent) in results.items():
+        per_row = (counts[large] - counts[small]) / (large - small)
+        figures[shape] = {"counts": {str(k): v for k, v in counts.items()}, "instructions_per_push": round(per_row),
+                          "startup_instructions": counts[small],
+                          "summary_counts": {str(k): v for k, v in sent.items()}}
+        if shape == "test-holdout":
+            # Not every row read is a push here: the figure is per row read.
+            figures[shape]["instructions_per_row_read"] = figures[shape].pop("instructions_per_push")
+    if EXPERIMENT:
+        base = figures["plain"]["instructions_per_push"]
+        exp = figures[EXPERIMENT]
+        key = "instructions_per_row_read" if EXPERIMENT == "test-holdout" else "instructions_per_push"
+        exp["difference_percent"] = round(100 * (exp[key] - base) / base, 2)
+        name = f"instructions-experiment-{EXPERIMENT}.json"
+        unit = "per row read" if EXPERIMENT == "test-holdout" else "per push"
+        summary = (f"instructions: {EXPERIMENT} {exp[key]:,} {unit} against the plain job's {base:,} per push: "
+                   f"{exp['difference_percent']:+.2f} %")
+    else:
+        figures = figures["plain"]
+        name = "instructions.json" if PUSH == "alert" else f"instructions-{PUSH}.json"
+        summary = f"instructions: {figures['instructions_per_push']:,} per push end to end"
     with open(os.path.join(sb.OUT, name), "w") as f:
         json.dump(figures, f, indent=2)
-    print(f"instructions: {per_push:,.0f} per push end to end (callgrind, {small:,} vs {large:,} recipients); "
-          f"profiles in {work}, figures in {os.path.join(sb.OUT, name)}")
-
+    print(f"{summary} (callgrind, {small:,} vs {large:,} recipients); profiles in {work}, "
+          f"figures in {os.path.join(sb.OUT, name)}")
 
 if __name__ == "__main__":
     main()
