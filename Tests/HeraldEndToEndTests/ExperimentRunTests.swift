@@ -84,7 +84,7 @@ import Glibc
 
     /// deliveries.csv by token.
     static func byToken(_ rows: [[String: String]]) -> [String: [String: String]] {
-        Dictionary(rows.map { ($0["token"]!, $0) }, uniquingKeysWith: { first, _ in first })
+        Dictionary(rows.map { ($0["token"] ?? "", $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Every token's `variant` and `rollout` columns equal the hash's.
@@ -162,8 +162,8 @@ import Glibc
         #expect(requests.count == test.count, "each test recipient once")
         #expect(Set(requests.map(\.token)).isDisjoint(with: holdout.union(waiting)))
         let wrongBody = requests.filter { s in
-            let v = split[s.token]!.variant
-            return !s.body.contains("\"alert\":\"\(Self.alerts[v]!)\"") || s.collapseId != "herald:\(name):\(v)"
+            let v = split[s.token]?.variant ?? "?"
+            return !s.body.contains("\"alert\":\"\(Self.alerts[v] ?? "?")\"") || s.collapseId != "herald:\(name):\(v)"
         }
         #expect(wrongBody.isEmpty, "every body is its variant's: \(wrongBody.prefix(2))")
 
@@ -330,7 +330,7 @@ import Glibc
         }.write(in: dir)
         let split = Self.split(count: count, campaign: name, testShare: 0.40, holdout: 0.10)
         let nameless = Set((1...count).filter { $0 % 2 == 0 }.map { token($0) })
-        let invalid = nameless.filter { split[$0]!.variant != "a" }
+        let invalid = nameless.filter { split[$0]?.variant != "a" }
         let validated = try herald(["validate", job.path, "--json"]).json()
 
         let r = try herald.run(job)
