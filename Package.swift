@@ -100,7 +100,7 @@ let package = Package(
             .product(name: "NIOEmbedded", package: "swift-nio"),
             .product(name: "NIOHTTP2", package: "swift-nio-http2"),
         ]),
-        .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore"]),
+        .testTarget(name: "HeraldEndToEndTests", dependencies: ["HeraldTestSupport", "HeraldCore", "HeraldPayload"]),
         .testTarget(name: "HeraldReportsTests", dependencies: ["HeraldReports", "HeraldState", "HeraldCore", "HeraldTestSupport"]),
         .testTarget(name: "HeraldOperationsTests", dependencies: [
             "HeraldOperations", "HeraldState", "HeraldCore", "HeraldJob", "HeraldTestSupport",
