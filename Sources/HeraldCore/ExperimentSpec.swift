@@ -49,3 +49,9 @@ public struct ExperimentSpec: Sendable {
         return p
     }
 }
+
+extension JobSpec {
+    /// Where `push.template` comes from, for messages: `push`, or, with an experiment, its first
+    /// variant's section (which stands in for `push.template`).
+    public var templateSection: String { experiment.map { "experiment.variants.\($0.variants[0].name)" } ?? "push" }
+}

@@ -38,7 +38,7 @@ public struct AudienceScan {
         broadcast = spec.isBroadcast
         if depth == .full {
             renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
-                var r = RecipientRenderer(payload: try PayloadRenderer(push: spec.push), headers: try HeaderRenderer(job: spec),
+                var r = RecipientRenderer(payload: try PayloadRenderer(push: spec.push, section: spec.templateSection), headers: try HeaderRenderer(job: spec),
                                           localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
                                           dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
                 // Each row is checked as the run would render it: with its own variant, or with every one.

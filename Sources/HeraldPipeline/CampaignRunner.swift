@@ -90,7 +90,7 @@ public final class CampaignRunner {
         /// A cancellation found before this invocation: the run records it and sends nothing.
         var cancelledBefore: CampaignControl?
         do throws(RunFailure) {
-            payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push) }
+            payloads = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try PayloadRenderer(push: spec.push, section: spec.templateSection) }
             _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in try HeaderRenderer(job: spec) }
             if let experiment = spec.experiment {
                 _ = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in

@@ -65,11 +65,15 @@ struct PreviewCommand: ParsableCommand {
             throw PreviewFailure("\(error)")
         }
         do {
-            payloads = try PayloadRenderer(push: spec.push)
+            payloads = try PayloadRenderer(push: spec.push, section: spec.templateSection)
             headers = try HeaderRenderer(job: spec)
             if let e = spec.experiment {
                 experiment = try ExperimentRenderers(job: spec, experiment: e, campaign: CampaignName(spec.campaign).resolved(at: Date()))
             }
+        } catch let e as PayloadTemplateError {
+            // A located problem already names its file and line.
+            if case .located = e { throw PreviewFailure("\(e)") }
+            throw PreviewFailure("\(job): \(e)")
         } catch {
             throw PreviewFailure("\(job): \(error)")
         }
