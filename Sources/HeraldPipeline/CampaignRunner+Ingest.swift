@@ -90,16 +90,10 @@ extension CampaignRunner {
             case .invalid(let row):
                 batch.invalid.append(row)
             case .recipient(let payload, let headers, let registeredAt, let due, let arm):
-                var recipient = IngestBatch.Recipient(
+                batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
                     apnsId: apnsIds.id(for: record.token), headers: headers,
-                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt)
-                if let arm {
-                    recipient.variant = arm.variant
-                    recipient.rollout = arm.rollout
-                    recipient.alternatives = arm.alternatives
-                }
-                batch.recipients.append(recipient)
+                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt, arm: arm))
             }
         }
     }

@@ -14,6 +14,12 @@ public final class ExperimentRenderers: Sendable {
     /// has its own id): then each of its recipients keeps its headers in its staged row;
     /// otherwise the row keeps none and the job's are sent, as without an experiment.
     let ownHeaders: [Bool]
+    public let names: [String]
+    /// The arms every test or rollout recipient of a variant shares, and the holdout's, made once:
+    /// one object per row would be an allocation per recipient.
+    let testArms: [ExperimentArm]
+    let rolloutArms: [ExperimentArm]
+    let holdoutArm = ExperimentArm(variant: ExperimentSpec.holdoutName, rollout: false)
 
     /// `campaign`: the run's resolved name (the assignment's key, and each variant's automatic collapse id).
     public init(job: JobSpec, experiment: ExperimentSpec, campaign: String) throws(PayloadTemplateError) {
@@ -29,6 +35,9 @@ public final class ExperimentRenderers: Sendable {
         }
         self.payloads = payloads
         self.headers = headers
+        names = experiment.variants.map(\.name)
+        testArms = names.map { ExperimentArm(variant: $0, rollout: false) }
+        rolloutArms = names.map { ExperimentArm(variant: $0, rollout: true) }
         let job = try HeaderRenderer(push: job.push, topic: job.apns.topic, campaign: campaign).shared
         ownHeaders = headers.map { h in
             let v = h.shared
@@ -36,7 +45,6 @@ public final class ExperimentRenderers: Sendable {
         }
     }
 
-    public var names: [String] { spec.variants.map(\.name) }
 
     /// Fields every variant needs whatever the row's locale: a CSV header without one would make
     /// every row invalid whichever arm it falls in.

@@ -16,14 +16,7 @@ struct RecipientRenderer {
         case invalid(InvalidRow)
     }
 
-    /// A recipient's arm of an experiment, as its staged row records it.
-    struct Arm {
-        /// The variant's name, `holdout`, or nil: waiting for a winner not chosen yet.
-        var variant: String?
-        var rollout: Bool
-        /// Waiting for the winner: every variant's payload and headers.
-        var alternatives: [VariantPayload] = []
-    }
+    typealias Arm = ExperimentArm
 
     let payload: PayloadRenderer
     let headers: HeaderRenderer
@@ -76,10 +69,9 @@ struct RecipientRenderer {
         }
     }
 
-    /// An experiment's row: rendered with its own variant's templates; a held-out row, or one
-    /// waiting for a winner not chosen yet, with every variant's (any of them may be the winner, and
-    /// the holdout stands for the whole audience: a row one variant cannot render is invalid in
-    /// every arm alike). A held-out row keeps no payload.
+    /// An experiment's row: rendered with its own variant's templates; one waiting for a winner
+    /// not chosen yet, with every variant's (any of them may win); a held-out row too, so that the
+    /// holdout holds only recipients the campaign could have sent, and keeps no payload.
     private func render(_ record: AudienceRecord, locale: String?, experiment: ExperimentRenderers, registeredAt: Int64?,
                         due: (zone: String, dueAt: Double)?) -> Outcome {
         let arm = experiment.assigner.arm(of: record.token)
@@ -94,7 +86,7 @@ struct RecipientRenderer {
             case .failure(let row): return .invalid(row)
             case .success(let (bytes, headers)):
                 return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due,
-                                  arm: Arm(variant: experiment.names[i], rollout: rollout))
+                                  arm: rollout ? experiment.rolloutArms[i] : experiment.testArms[i])
             }
         }
         var alternatives: [VariantPayload] = []
@@ -105,8 +97,7 @@ struct RecipientRenderer {
             }
         }
         if arm == .holdout {
-            return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due,
-                              arm: Arm(variant: ExperimentSpec.holdoutName, rollout: false))
+            return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due, arm: experiment.holdoutArm)
         }
         return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due,
                           arm: Arm(variant: nil, rollout: true, alternatives: alternatives))

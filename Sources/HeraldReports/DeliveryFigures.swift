@@ -121,23 +121,27 @@ public struct DeliveryFigures: Sendable, Equatable {
         if let rollout = d.rollout { countVariant(d, rollout: rollout) }
     }
 
-    /// One experiment recipient into its arm's counts (a handful of arms: a linear search).
+    /// One experiment recipient into its arm's counts (a handful of arms: a linear search over
+    /// their names' bytes, compared without making a String of the row's).
     private mutating func countVariant<D: DeliveryFields>(_ d: D, rollout: Bool) {
         let status = d.status.reportStatus
         let found = d.withText(.variant) { v -> Int? in
-            variants?.firstIndex { arm in
-                guard arm.rollout == rollout else { return false }
-                guard let v else { return arm.variant == nil }
-                return arm.variant.map { $0.utf8.elementsEqual(v) } ?? false
+            variantNames.indices.first { i in
+                guard variants![i].rollout == rollout else { return false }
+                guard let v, let name = variantNames[i] else { return v == nil && variantNames[i] == nil }
+                return name.count == v.count && (v.isEmpty || name.withUnsafeBytes { memcmp($0.baseAddress!, v.baseAddress!, v.count) == 0 })
             }
         }
         if let i = found {
             variants![i].counts[status, default: 0] += 1
         } else {
-            let name = d.withText(.variant) { $0.map { String(decoding: $0, as: UTF8.self) } }
-            variants = (variants ?? []) + [VariantCount(variant: name, rollout: rollout, counts: [status: 1])]
+            let name = d.withText(.variant) { $0.map { Array($0) } }
+            variantNames.append(name)
+            variants = (variants ?? []) + [VariantCount(variant: name.map { String(decoding: $0, as: UTF8.self) }, rollout: rollout, counts: [status: 1])]
         }
     }
+    /// The arms' variant names as bytes, element for element of `variants`.
+    private var variantNames: [[UInt8]?] = []
 
     /// The latency at or below which `fraction` of the answered recipients fall (nearest rank).
     public func latencyPercentile(_ fraction: Double) -> Int? {

@@ -91,13 +91,13 @@ extension RunState {
     }
 
     /// Recipients per experiment arm and report status (the summary's `experiment`), in the
-    /// order: variants as the state file first met them, then the holdout, then those waiting.
+    /// order `VariantCount.ordered` gives.
     public func variantCounts() throws(StateError) -> [VariantCount] {
         try read { db in
             var out: [VariantCount] = []
             for row in try Row.fetchAll(db, sql: """
-                \(Self.walksRun) SELECT variant, rollout, status, COUNT(*), MIN(seq) FROM recipient
-                WHERE run = ? AND (variant IS NOT NULL OR rollout = 1) GROUP BY variant, rollout, status ORDER BY MIN(seq)
+                \(Self.walksRun) SELECT variant, rollout, status, COUNT(*) FROM recipient
+                WHERE run = ? AND (variant IS NOT NULL OR rollout = 1) GROUP BY variant, rollout, status
                 """, arguments: [id]) {
                 let variant: String? = row[0], rollout = (row[1] as Int) != 0
                 guard let status = StoredStatus(rawValue: row[2])?.reportStatus else { continue }

@@ -91,7 +91,24 @@ public struct RunState: Sendable {
     /// the test with no winner yet → `awaiting_winner`; otherwise due (or no schedule) →
     /// `pending`; due later → `scheduled` until then; never (+Inf: no window opens before the
     /// job's absolute deadline, or at all) → `throttled`, reason `window_missed`, final.
-    static func dueValues(now: String) -> String { "timezone, due_at, variant, rollout, " + startValues(now: now) }
+    /// `experiment`: the run has one (`run.experiment`); without, the arms' tests are left out,
+    /// as every row is then in none: they would cost a few column reads per recipient for nothing.
+    static func dueValues(now: String, experiment: Bool) -> String {
+        guard experiment else {
+            return """
+                timezone, due_at, NULL, 0,
+                CASE WHEN due_at IS NULL OR due_at <= \(now) THEN 'pending' WHEN due_at > \(neverDue) THEN 'throttled' ELSE 'scheduled' END,
+                CASE WHEN due_at > \(now) AND due_at <= \(neverDue) THEN due_at END,
+                CASE WHEN due_at > \(neverDue) THEN '\(windowMissedReason)' ELSE '' END
+                """
+        }
+        return "timezone, due_at, variant, rollout, " + startValues(now: now)
+    }
+
+    /// Whether the run's staged rows have experiment arms (`StagedRowInsert` records it).
+    static func hasExperiment(run: Int64, db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT experiment FROM run WHERE id = ?", arguments: [run]) ?? false
+    }
 
     /// `status, retry_at, reason` of a recipient starting now, from its `due_at`, `variant` and
     /// `rollout` (a staged row's or its own).
@@ -221,7 +238,7 @@ public struct RunState: Sendable {
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
                 \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
-                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, \(Self.dueValues(now: "?4")) FROM audience_row a
+                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, \(Self.dueValues(now: "?4", experiment: try Self.hasExperiment(run: id, db: db))) FROM audience_row a
                 WHERE a.id IN (SELECT MIN(id) FROM audience_row WHERE run = ?2 AND pass = ?3 GROUP BY token)
                     AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token) ORDER BY a.id
                 """, arguments: [pass, id, pass, Date().timeIntervalSince1970])
@@ -250,7 +267,7 @@ public struct RunState: Sendable {
         let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
         try db.execute(sql: """
             INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
-            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, \(Self.dueValues(now: "?2")) FROM audience_row
+            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, \(Self.dueValues(now: "?2", experiment: try hasExperiment(run: run, db: db))) FROM audience_row
             WHERE run = ?1 AND pass = 1 AND id NOT IN (SELECT id FROM temp.duplicate_row) ORDER BY id
             """, arguments: [run, Date().timeIntervalSince1970])
         try db.execute(sql: "DROP TABLE temp.duplicate_row")
@@ -334,12 +351,12 @@ public struct RunState: Sendable {
 /// connection's `lastInsertedRowID`.
 ///
 /// Payloads are kept as differences from a reference payload of the run (`PayloadReference`).
-/// The first payload of each batch decides which reference fits: the run's newest one that would
-/// keep at most half its size, else (a job whose template changed between invocations, a locale
-/// change) the payload becomes the run's new reference, inserted in the batch's transaction before
-/// any row that uses it. An experiment's variants are decided each at its own first payload of the
-/// batch, from the run's few newest references: variant b's payloads kept against variant a's
-/// would keep most of their bytes.
+/// The first payload of each batch decides whether the run's newest reference still fits: when it
+/// has none, or that payload would keep more than half its size against it (a job whose template
+/// changed between invocations, a locale change), the payload becomes the run's new reference,
+/// inserted in the batch's transaction before any row that uses it. Each variant of an experiment has its own references, decided at its own
+/// first payload of the batch: variant b's payloads kept against variant a's would keep more of
+/// their bytes, and cost more to encode and decode.
 struct StagedRowInsert {
     private let statement: RawStatement
     private let db: Database
@@ -347,11 +364,15 @@ struct StagedRowInsert {
     private var bytes: [UInt8] = []
     /// Where each payload is encoded, and decoded again to be checked (`PayloadReference.encode`).
     private var scratch: [UInt8] = []
-    /// The run's newest references, newest first (at most `keptReferences`).
-    private var references: [PayloadReference] = []
-    /// The reference chosen in this batch for each variant's payloads ("" without an experiment).
-    private var chosen: [String: PayloadReference] = [:]
+    /// The run's newest references, newest first (at most `keptReferences`), each with the
+    /// variant it was made for (nil: no experiment).
+    private var references: [(variant: String?, reference: PayloadReference)] = []
+    /// The reference chosen in this batch for each variant's payloads (nil: no experiment): a
+    /// handful of entries, searched in order.
+    private var chosen: [(variant: String?, reference: PayloadReference)] = []
     static let keptReferences = 8
+    /// Whether this batch has recorded that the run has an experiment.
+    private var markedExperiment = false
     /// The INSERT of `variant_payload`, made at the first row that needs it.
     private var alternative: RawStatement?
     /// Smaller payloads are kept as they are: too short to share anything worth a reference.
@@ -368,8 +389,8 @@ struct StagedRowInsert {
         statement.bind(1, run)
         statement.bind(2, pass)
         bytes.reserveCapacity(1024)
-        references = try Row.fetchAll(db, sql: "SELECT id, bytes FROM payload_reference WHERE run = ? ORDER BY id DESC LIMIT \(Self.keptReferences)",
-                                      arguments: [run]).map { PayloadReference(id: $0["id"], bytes: [UInt8]($0["bytes"] as Data)) }
+        references = try Row.fetchAll(db, sql: "SELECT id, bytes, variant FROM payload_reference WHERE run = ? ORDER BY id DESC LIMIT \(Self.keptReferences)",
+                                      arguments: [run]).map { (variant: $0["variant"], reference: PayloadReference(id: $0["id"], bytes: [UInt8]($0["bytes"] as Data))) }
     }
 
     mutating func insert(_ r: IngestBatch.Recipient) throws {
@@ -406,7 +427,14 @@ struct StagedRowInsert {
             insert.bind(17, r.rollout ? 1 : 0)
             try insert.execute()
         }
-        if !r.alternatives.isEmpty { try insertAlternatives(r.alternatives, row: db.lastInsertedRowID) }
+        if let arm = r.arm {
+            if !markedExperiment {
+                // The run has an experiment: its recipients are made with the arms' rules (`dueValues`).
+                try db.execute(sql: "UPDATE run SET experiment = 1 WHERE id = ? AND experiment = 0", arguments: [run])
+                markedExperiment = true
+            }
+            if !arm.alternatives.isEmpty { try insertAlternatives(arm.alternatives, row: db.lastInsertedRowID) }
+        }
     }
 
     /// A row waiting for an experiment's winner: every variant's payload and headers, kept as
@@ -430,25 +458,25 @@ struct StagedRowInsert {
         }
     }
 
-    /// The reference this batch's payloads of `variant` are kept against, decided at the first of them.
+    /// The reference this batch's payloads of `variant` are kept against, decided at the first of
+    /// them: the variant's newest reference if the payload keeps at most half its size against
+    /// it, else the payload itself as the variant's new reference.
     private mutating func reference(for payload: [UInt8], variant: String?) throws -> PayloadReference? {
-        let key = variant ?? ""
-        if let known = chosen[key] { return known }
+        for c in chosen where c.variant == variant { return c.reference }
         // Too short to decide anything (a held-out or waiting row's empty payload): the next one decides.
         guard payload.count >= Self.smallestReference else { return nil }
-        var probe: [UInt8] = []
-        for candidate in references {
-            probe.removeAll(keepingCapacity: true)
-            if candidate.encode(payload, into: &probe, scratch: &scratch), probe.count <= payload.count / 2 {
-                chosen[key] = candidate
-                return candidate
+        if let newest = references.first(where: { $0.variant == variant })?.reference {
+            var probe: [UInt8] = []
+            if newest.encode(payload, into: &probe, scratch: &scratch), probe.count <= payload.count / 2 {
+                chosen.append((variant, newest))
+                return newest
             }
         }
-        try db.execute(sql: "INSERT INTO payload_reference (run, bytes) VALUES (?, ?)", arguments: [run, Data(payload)])
+        try db.execute(sql: "INSERT INTO payload_reference (run, bytes, variant) VALUES (?, ?, ?)", arguments: [run, Data(payload), variant])
         let made = PayloadReference(id: db.lastInsertedRowID, bytes: payload)
-        references.insert(made, at: 0)
+        references.insert((variant, made), at: 0)
         if references.count > Self.keptReferences { references.removeLast() }
-        chosen[key] = made
+        chosen.append((variant, made))
         return made
     }
 

@@ -265,7 +265,9 @@ enum StateSchema {
                 );
                 """)
         }
-        // Experiments (`experiment` in the job, docs/experiments.md): each staged row's and
+        // Experiments (`experiment` in the job, docs/experiments.md): whether the run has one, the
+        // variant each payload reference was made for (each variant's payloads are kept against
+        // its own), and each staged row's and
         // recipient's `variant` (a variant's name, `holdout`, or NULL: no experiment, or waiting
         // for the winner) and `rollout` (1: outside the test, for the winner). A row waiting for a
         // winner not chosen yet keeps every variant's payload and headers in `variant_payload`,
@@ -273,6 +275,8 @@ enum StateSchema {
         // its own `payload` is then empty.
         m.registerMigration("11-experiments") { db in
             try db.execute(sql: """
+                ALTER TABLE run ADD COLUMN experiment INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE payload_reference ADD COLUMN variant TEXT;
                 ALTER TABLE audience_row ADD COLUMN variant TEXT;
                 ALTER TABLE audience_row ADD COLUMN rollout INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE recipient ADD COLUMN variant TEXT;

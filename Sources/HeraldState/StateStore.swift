@@ -155,6 +155,19 @@ public struct VariantPayload: Sendable {
     }
 }
 
+/// A staged row's arm of an experiment.
+public final class ExperimentArm: Sendable {
+    /// The variant's name, `holdout`, or nil: waiting for a winner not chosen yet.
+    public let variant: String?
+    /// Outside the test: for the winner.
+    public let rollout: Bool
+    /// Waiting for a winner not chosen yet: every variant's payload (`variant_payload`).
+    public let alternatives: [VariantPayload]
+    public init(variant: String?, rollout: Bool, alternatives: [VariantPayload] = []) {
+        self.variant = variant; self.rollout = rollout; self.alternatives = alternatives
+    }
+}
+
 /// Audience rows read since the last checkpoint.
 public struct IngestBatch: Sendable {
     public struct Recipient: Sendable {
@@ -170,16 +183,16 @@ public struct IngestBatch: Sendable {
         /// `schedule`: the row's time zone as written, and when it is due (UNIX seconds; infinity: never).
         public var timezone: String?
         public var dueAt: Double?
-        /// `experiment`: the variant's name, `holdout`, or nil (no experiment, or waiting for the winner).
-        public var variant: String? = nil
-        /// Outside the experiment's test: for the winner.
-        public var rollout = false
-        /// Waiting for a winner not chosen yet: every variant's payload (`variant_payload`).
-        public var alternatives: [VariantPayload] = []
+        /// `experiment`: the recipient's arm; nil without one (one pointer, so that a plain
+        /// campaign's rows stay as small and cheap to copy as they were).
+        public var arm: ExperimentArm? = nil
+        public var variant: String? { arm?.variant }
+        public var rollout: Bool { arm?.rollout ?? false }
         public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
-                    headers: RecipientHeaders? = nil, registeredAt: Int64? = nil, timezone: String? = nil, dueAt: Double? = nil) {
+                    headers: RecipientHeaders? = nil, registeredAt: Int64? = nil, timezone: String? = nil, dueAt: Double? = nil,
+                    arm: ExperimentArm? = nil) {
             self.token = token; self.location = location; self.recipientId = recipientId; self.payload = payload; self.apnsId = apnsId
-            self.headers = headers; self.registeredAt = registeredAt; self.timezone = timezone; self.dueAt = dueAt
+            self.headers = headers; self.registeredAt = registeredAt; self.timezone = timezone; self.dueAt = dueAt; self.arm = arm
         }
     }
     public var recipients: [Recipient] = []

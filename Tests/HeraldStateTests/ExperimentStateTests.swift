@@ -24,15 +24,16 @@ import Testing
             switch i {
             case 1...4:
                 let v = i % 2 == 1 ? "a" : "b"
-                r.variant = v
+                r.arm = ExperimentArm(variant: v, rollout: false)
                 r.payload = payload(v)
                 r.headers = RecipientHeaders(priority: 10, collapseId: "herald:c:\(v)", expiration: .unset)
             case 5:
-                r.variant = ExperimentSpec.holdoutName
+                r.arm = ExperimentArm(variant: ExperimentSpec.holdoutName, rollout: false)
             default:
-                r.rollout = true
-                r.alternatives = ["a", "b"].map { VariantPayload(variant: $0, payload: payload("\($0) \(i)"),
-                                                                 headers: RecipientHeaders(priority: 10, collapseId: "herald:c:\($0)", expiration: .unset)) }
+                r.arm = ExperimentArm(variant: nil, rollout: true, alternatives: ["a", "b"].map {
+                    VariantPayload(variant: $0, payload: payload("\($0) \(i)"),
+                                   headers: RecipientHeaders(priority: 10, collapseId: "herald:c:\($0)", expiration: .unset))
+                })
             }
             b.recipients.append(r)
         }
