@@ -69,6 +69,8 @@ public struct ReportWriter {
         guard paths.allSatisfy({ FileManager.default.fileExists(atPath: $0) }),
               let data = FileManager.default.contents(atPath: summaryPath),
               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return false }
+        // holdout.csv belongs to the set of a campaign with an experiment only.
+        if object["experiment"] is [String: Any], !FileManager.default.fileExists(atPath: files.holdoutPath) { return false }
         return object["run_id"] as? String == runId && object["finished_at"] as? String == finishedAt
     }
 

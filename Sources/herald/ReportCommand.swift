@@ -11,7 +11,8 @@ struct ReportCommand: ParsableCommand {
         abstract: "Write a campaign's reports again from its state file, or merge the reports of a sharded campaign.",
         discussion: """
             `herald report <job>` rewrites every report of the job's last run (deliveries.csv, deliveries.ndjson, \
-            unregistered.csv, rejected-tokens.csv, invalid.csv, summary.html, summary.json) from the state file. It only \
+            unregistered.csv, rejected-tokens.csv, invalid.csv, summary.html, summary.json, and holdout.csv for an experiment) \
+            from the state file. It only \
             reads the state file and takes no lock, so it is safe while the campaign runs: the reports then show the \
             campaign as far as it got.
 

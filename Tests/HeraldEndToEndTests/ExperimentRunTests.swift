@@ -271,6 +271,14 @@ import Glibc
             #expect(again.status == 0, "\(args): \(again.output)")
         }
         #expect(job.sent == all.count)
+
+        // holdout.csv is one of the finished campaign's reports: lost, a rerun writes it again.
+        let holdout = try String(contentsOfFile: job.report("holdout.csv"), encoding: .utf8)
+        try FileManager.default.removeItem(atPath: job.report("holdout.csv"))
+        let regenerated = try herald.run(job)
+        #expect(regenerated.status == 0 && regenerated.output.contains("missing or partial reports regenerated"), "\(regenerated.output)")
+        #expect(try String(contentsOfFile: job.report("holdout.csv"), encoding: .utf8) == holdout)
+        #expect(job.sent == all.count)
     }
 
     // MARK: 5. A bad variant stops the run before anything is sent
