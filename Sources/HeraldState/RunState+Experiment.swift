@@ -74,7 +74,8 @@ extension RunState {
             }
             try db.execute(sql: """
                 UPDATE audience_row SET (payload, payload_reference, priority, collapse_id, expiration) =
-                    (SELECT payload, NULL, priority, collapse_id, expiration FROM variant_payload v WHERE v.row = audience_row.id AND v.variant = ?1)
+                    (SELECT payload, payload_reference, priority, collapse_id, expiration FROM variant_payload v
+                     WHERE v.row = audience_row.id AND v.variant = ?1)
                 WHERE variant IS NOT ?1 AND id IN (SELECT row FROM recipient WHERE run = ?2 AND status = 'awaiting_winner' AND \(Self.flagged))
                 """, arguments: [winner, id])
             // The winner's name first, so the start rule sees a rollout recipient with its variant.

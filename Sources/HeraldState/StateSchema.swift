@@ -272,7 +272,8 @@ enum StateSchema {
         // for the winner) and `rollout` (1: outside the test, for the winner). A row waiting for a
         // winner not chosen yet keeps every variant's payload and headers in `variant_payload`,
         // so the winner's can take the staged row's place once it is chosen (`releaseWinner`);
-        // its own `payload` is then empty.
+        // its own `payload` is then empty. Those payloads are kept as the staged rows' are: against
+        // a reference (`payload_reference`, NULL: as they are).
         m.registerMigration("11-experiments") { db in
             try db.execute(sql: """
                 ALTER TABLE run ADD COLUMN experiment INTEGER NOT NULL DEFAULT 0;
@@ -289,6 +290,7 @@ enum StateSchema {
                     priority INTEGER,
                     collapse_id TEXT,
                     expiration TEXT,
+                    payload_reference INTEGER,
                     PRIMARY KEY (row, variant)
                 ) WITHOUT ROWID;
                 """)

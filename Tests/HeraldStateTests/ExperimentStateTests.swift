@@ -69,6 +69,11 @@ import Testing
 
     @Test func releasingTheWinnerGivesTheWaitingItsPayloadOnce() throws {
         let (_, state) = try campaign("release")
+        // The waiting rows' payloads are kept against their variant's reference, as staged rows' are.
+        let kept = try state.read { db in
+            try Row.fetchAll(db, sql: "SELECT v.variant, r.variant FROM variant_payload v JOIN payload_reference r ON r.id = v.payload_reference")
+        }
+        #expect(kept.count == 8 && kept.allSatisfy { ($0[0] as String) == ($0[1] as String) }, "\(kept)")
         #expect(try state.releaseWinner("b") == .released(4))
         let r = try rows(state)
         #expect(r[5...].allSatisfy { $0.status == .pending && $0.variant == "b" && $0.rollout == true })
