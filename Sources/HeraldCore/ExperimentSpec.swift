@@ -37,6 +37,9 @@ public struct ExperimentSpec: Sendable {
     /// The value of the `variant` column and event field for a held-out recipient; no variant may take it.
     public static let holdoutName = "holdout"
 
+    /// A share (0...1) as the job writes it: `20%`, `2.5%`.
+    public static func percentText(_ share: Double) -> String { String(format: "%g%%", share * 100) }
+
     /// The index of `winner` in `variants`; nil when no winner is chosen (or it names none).
     public var winnerIndex: Int? { winner.flatMap { w in variants.firstIndex { $0.name == w } } }
 

@@ -8,3 +8,8 @@ public enum RecipientStatus: String, Sendable, CaseIterable {
     /// Outside an experiment's test, waiting for the winner (`experiment.winner`, `--winner`).
     case awaitingWinner = "awaiting_winner"
 }
+
+extension RecipientStatus {
+    /// Only an experiment's recipients have it: a campaign without one shows it nowhere.
+    public var isExperimentOnly: Bool { self == .heldOut || self == .awaitingWinner }
+}

@@ -14,7 +14,7 @@ extension Context {
         if let t = testShare, t == 0 { throw m.error("test_share", "must be more than 0% (leave it out to give every recipient a variant)") }
         if holdout >= 1 { throw m.error("holdout", "must be less than 100%: the holdout gets nothing") }
         if let t = testShare, holdout + t > 1 + 1e-12 {
-            throw m.error("test_share", "and experiment.holdout add up to more than 100% (\(Self.percent(holdout + t)))")
+            throw m.error("test_share", "and experiment.holdout add up to more than 100% (\(ExperimentSpec.percentText(holdout + t)))")
         }
         guard let (variantsNode, variantsLine) = m.node("variants") else { throw m.error("variants", "is required: at least one variant") }
         guard case .sequence(let items) = variantsNode, !items.isEmpty else {
@@ -55,33 +55,11 @@ extension Context {
         if taken.contains(name) { throw v.error("name", "\"\(name)\" is given to two variants") }
         let section = "experiment.variants.\(name)"
         let weight = try v.int("weight", range: 1...1_000_000) ?? 1
-        var lines = TemplateLines()
-        let template: JSONValue
-        switch (v.has("template"), v.has("template_file")) {
-        case (true, true): throw JobError(file: file, line: v.line, "\(section) takes template or template_file, not both")
-        case (false, false): throw JobError(file: file, line: v.line, "\(section) needs a template or a template_file")
-        case (true, false):
-            let (n, _) = v.node("template")!
-            template = try jsonValue(n, path: "\(section).template")
-            Self.recordLines(n, source: "\(section).template", path: "", file: file, into: &lines)
-        case (false, true):
-            let name = try v.requiredString("template_file")
-            let (value, node) = try loadTemplateFile(name, line: v.line, key: "\(section).template_file")
-            template = value
-            Self.recordLines(node, source: "\(section).template", path: "", file: name, into: &lines)
-        }
-        var locales: [(locale: String, template: JSONValue)] = []
-        if let (n, l) = v.node("locales") {
-            guard case .mapping(let lm) = n else { throw JobError(file: file, line: l, "\(section).locales must map a locale to a template") }
-            for (k, value) in lm {
-                guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "\(section).locales keys must be locale codes") }
-                locales.append((ks.string, try jsonValue(value, path: "\(section).locales.\(ks.string)")))
-                Self.recordLines(value, source: "\(section).locales.\(ks.string)", path: "", file: file, into: &lines)
-            }
-        }
+        let parsed = try parseTemplates(&v, section: section)
+        guard let template = parsed.template else { throw JobError(file: file, line: v.line, "\(section) needs a template or a template_file") }
         try v.finish(known: Self.variantKeys)
-        var variant = ExperimentSpec.Variant(name: name, weight: weight, template: template, locales: locales, line: v.line)
-        variant.templateLines = lines
+        var variant = ExperimentSpec.Variant(name: name, weight: weight, template: template, locales: parsed.locales, line: v.line)
+        variant.templateLines = parsed.lines
         return variant
     }
 
@@ -96,5 +74,4 @@ extension Context {
         return value / 100
     }
 
-    static func percent(_ share: Double) -> String { String(format: "%g%%", share * 100) }
 }

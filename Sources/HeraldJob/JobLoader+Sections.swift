@@ -178,33 +178,22 @@ extension Context {
                 priority = p
             }
         }
-        var template: JSONValue
-        var lines = TemplateLines()
-        switch (m.has("template"), m.has("template_file")) {
-        case (true, true): throw JobError(file: file, line: m.line, "push takes template or template_file, not both")
-        case (false, false) where experiment: template = .object([])
-        case (false, false): throw JobError(file: file, line: m.line, "push.template or push.template_file is required")
-        case (_, _) where experiment:
-            throw JobError(file: file, line: m.line, "push.template and push.template_file do not go with experiment: each of experiment.variants has its own")
-        case (true, false):
-            let (n, _) = m.node("template")!
-            template = try jsonValue(n, path: "push.template")
-            Self.recordLines(n, source: "push.template", path: "", file: file, into: &lines)
-        case (false, true):
-            let name = try m.requiredString("template_file")
-            let (value, node) = try loadTemplateFile(name, line: m.line)
-            template = value
-            Self.recordLines(node, source: "push.template", path: "", file: name, into: &lines)
-        }
-        var locales: [(locale: String, template: JSONValue)] = []
-        if let (n, l) = m.node("locales") {
-            if experiment { throw JobError(file: file, line: l, "push.locales does not go with experiment: each of experiment.variants has its own locales") }
-            guard case .mapping(let lm) = n else { throw JobError(file: file, line: l, "push.locales must map a locale to a template") }
-            for (k, v) in lm {
-                guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "push.locales keys must be locale codes") }
-                locales.append((ks.string, try jsonValue(v, path: "push.locales.\(ks.string)")))
-                Self.recordLines(v, source: "push.locales.\(ks.string)", path: "", file: file, into: &lines)
+        let template: JSONValue
+        let locales: [(locale: String, template: JSONValue)]
+        let lines: TemplateLines
+        if experiment {
+            if m.has("template") && m.has("template_file") { throw JobError(file: file, line: m.line, "push takes template or template_file, not both") }
+            if m.has("template") || m.has("template_file") {
+                throw JobError(file: file, line: m.line, "push.template and push.template_file do not go with experiment: each of experiment.variants has its own")
             }
+            if let (_, l) = m.node("locales") {
+                throw JobError(file: file, line: l, "push.locales does not go with experiment: each of experiment.variants has its own locales")
+            }
+            (template, locales, lines) = (.object([]), [], TemplateLines())
+        } else {
+            let parsed = try parseTemplates(&m, section: "push")
+            guard let t = parsed.template else { throw JobError(file: file, line: m.line, "push.template or push.template_file is required") }
+            (template, locales, lines) = (t, parsed.locales, parsed.lines)
         }
         let missing = try m.choice("missing_field", MissingFieldPolicy.self) ?? .error
         let oversize = try m.choice("oversize", OversizePolicy.self) ?? .error
@@ -318,6 +307,38 @@ extension Context {
         default:
             throw JobError(file: file, line: line, "\(m.qualified("deadline")) \(expected)")
         }
+    }
+
+    /// A section's payload templates: `template` or `template_file` (nil: neither), and `locales`,
+    /// each value's line recorded under `<section>.template` and `<section>.locales.<locale>`.
+    /// `section`: `push`, or an experiment's variant (`experiment.variants.b`).
+    func parseTemplates(_ m: inout YAMLMapping, section: String) throws(JobError)
+        -> (template: JSONValue?, locales: [(locale: String, template: JSONValue)], lines: TemplateLines) {
+        var lines = TemplateLines()
+        var template: JSONValue?
+        switch (m.has("template"), m.has("template_file")) {
+        case (true, true): throw JobError(file: file, line: m.line, "\(section) takes template or template_file, not both")
+        case (false, false): break
+        case (true, false):
+            let (n, _) = m.node("template")!
+            template = try jsonValue(n, path: "\(section).template")
+            Self.recordLines(n, source: "\(section).template", path: "", file: file, into: &lines)
+        case (false, true):
+            let name = try m.requiredString("template_file")
+            let (value, node) = try loadTemplateFile(name, line: m.line, key: "\(section).template_file")
+            template = value
+            Self.recordLines(node, source: "\(section).template", path: "", file: name, into: &lines)
+        }
+        var locales: [(locale: String, template: JSONValue)] = []
+        if let (n, l) = m.node("locales") {
+            guard case .mapping(let lm) = n else { throw JobError(file: file, line: l, "\(section).locales must map a locale to a template") }
+            for (k, v) in lm {
+                guard case .scalar(let ks) = k else { throw JobError(file: file, line: k.mark?.line, "\(section).locales keys must be locale codes") }
+                locales.append((ks.string, try jsonValue(v, path: "\(section).locales.\(ks.string)")))
+                Self.recordLines(v, source: "\(section).locales.\(ks.string)", path: "", file: file, into: &lines)
+            }
+        }
+        return (template, locales, lines)
     }
 
     /// The line of every value of a template node, by the JSON path the payload compiler names

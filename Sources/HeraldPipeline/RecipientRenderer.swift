@@ -51,21 +51,9 @@ struct RecipientRenderer {
         }
         let locale = localeField.flatMap { record.fields[$0]?.text }
         if let experiment { return render(record, locale: locale, experiment: experiment, registeredAt: registeredAt, due: due) }
-        let bytes: [UInt8]
-        switch payload.render(record, locale: locale) {
-        case .payload(let rendered): bytes = rendered
-        case .skip(let field): return .invalid(Self.skipped(record, field))
-        case .failure(let reason, let field, let detail):
-            return .invalid(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
-        }
-        guard headers.variesPerRecipient else { return .recipient(payload: bytes, headers: nil, registeredAt: registeredAt, due: due) }
-        switch headers.render(record) {
-        case .headers(let h):
-            return .recipient(payload: bytes, headers: RecipientHeaders(priority: h.priority, collapseId: h.collapseId, expiration: h.expiration),
-                              registeredAt: registeredAt, due: due)
-        case .skip(let field): return .invalid(Self.skipped(record, field))
-        case .failure(let reason, let field, let detail):
-            return .invalid(InvalidRow(location: record.location, reason: reason, field: field, detail: detail))
+        switch renderVariant(record, locale: locale, payload: payload, headers: headers, own: false) {
+        case .failure(let row): return .invalid(row)
+        case .success(let (bytes, headers)): return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due)
         }
     }
 
@@ -108,8 +96,9 @@ struct RecipientRenderer {
         case failure(InvalidRow)
     }
 
-    /// One variant's payload and headers: the recipient's own when they vary per recipient or
-    /// the variant's differ from the job's (`own`: each variant's automatic collapse id), else nil.
+    /// A payload and its headers, the job's or one variant's: the recipient's own headers when
+    /// they vary per recipient or a variant's differ from the job's (`own`: each variant's
+    /// automatic collapse id), else nil (the job's are sent).
     private func renderVariant(_ record: AudienceRecord, locale: String?, payload: PayloadRenderer,
                                headers: HeaderRenderer, own: Bool) -> Rendered {
         let bytes: [UInt8]

@@ -87,21 +87,13 @@ public enum SummaryPage {
     /// winner's rollout, those waiting for it), with its recipients and what happened to them.
     static func experimentSection(_ s: Summary) -> String {
         guard let arms = s.experiment, !arms.isEmpty else { return "" }
-        func label(_ arm: VariantCount) -> String {
-            switch (arm.variant, arm.rollout) {
-            case (ExperimentSpec.holdoutName?, _): return "holdout"
-            case (let v?, true): return "\(v) (winner, rollout)"
-            case (let v?, false): return "\(v) (test)"
-            case (nil, _): return "waiting for the winner"
-            }
-        }
         let shown: [RecipientStatus] = RecipientStatus.allCases.filter { st in arms.contains { ($0.counts[st] ?? 0) > 0 } }
         var h = "<h2>Experiment</h2>\n<table id=\"experiment\"><tr><th>Group</th><th class=\"num\">Recipients</th>"
         for st in shown { h += "<th class=\"num\">\(esc(st.rawValue))</th>" }
         h += "<th class=\"num\">Sent of recipients</th></tr>\n"
         for arm in arms {
             let id = "variant-" + (arm.variant ?? "waiting") + (arm.rollout && arm.variant != nil ? "-rollout" : "")
-            h += "<tr id=\"\(esc(id))\"><td>\(esc(label(arm)))</td><td class=\"num\" data-value=\"\(arm.total)\">\(num(arm.total))</td>"
+            h += "<tr id=\"\(esc(id))\"><td>\(esc(arm.label))</td><td class=\"num\" data-value=\"\(arm.total)\">\(num(arm.total))</td>"
             for st in shown { h += "<td class=\"num\">\(num(arm.counts[st] ?? 0))</td>" }
             let sent = arm.counts[.sent] ?? 0
             h += "<td class=\"num\">\(arm.total > 0 ? String(format: "%.1f%%", 100 * Double(sent) / Double(arm.total)) : "")</td></tr>\n"
@@ -114,7 +106,7 @@ public enum SummaryPage {
             let y = i * rowHeight + 5
             let w = arm.total == 0 ? 0 : max(2, Int(Double(barMax) * Double(arm.total) / Double(total)))
             let sentW = arm.total == 0 ? 0 : Int(Double(w) * Double(arm.counts[.sent] ?? 0) / Double(arm.total))
-            h += "<text x=\"0\" y=\"\(y + 18)\" font-size=\"13\">\(esc(label(arm)))</text>"
+            h += "<text x=\"0\" y=\"\(y + 18)\" font-size=\"13\">\(esc(arm.label))</text>"
             h += "<rect x=\"\(labelWidth)\" y=\"\(y + 4)\" width=\"\(w)\" height=\"20\" fill=\"#cfd8dc\"/>"
             h += "<rect x=\"\(labelWidth)\" y=\"\(y + 4)\" width=\"\(sentW)\" height=\"20\" fill=\"\(statusColors[.sent]!)\"><title>sent</title></rect>"
             h += "<text x=\"\(labelWidth + w + 8)\" y=\"\(y + 18)\" font-size=\"13\">\(num(arm.total)) (\(String(format: "%.1f%%", 100 * Double(arm.total) / Double(total))))</text>\n"
@@ -125,7 +117,7 @@ public enum SummaryPage {
 
     /// Every status, but an experiment's only in a campaign that has one.
     static func shownStatuses(_ s: Summary) -> [RecipientStatus] {
-        RecipientStatus.allCases.filter { s.experiment != nil || ($0 != .heldOut && $0 != .awaitingWinner) || s.count($0) > 0 }
+        RecipientStatus.allCases.filter { s.experiment != nil || !$0.isExperimentOnly || s.count($0) > 0 }
     }
 
     static func tile(_ id: String, _ label: String, _ n: Int) -> String {

@@ -13,6 +13,17 @@ public struct VariantCount: Sendable, Equatable {
     }
     public var total: Int { counts.values.reduce(0, +) }
 
+    /// The group as reports and `herald status` name it: `b (test)`, `holdout`,
+    /// `b (winner, rollout)`, `waiting for the winner`.
+    public var label: String {
+        switch (variant, rollout) {
+        case (ExperimentSpec.holdoutName?, _): "holdout"
+        case (let v?, true): "\(v) (winner, rollout)"
+        case (let v?, false): "\(v) (test)"
+        case (nil, _): "waiting for the winner"
+        }
+    }
+
     /// The order reports show arms in: each variant's test group by name, the holdout, the
     /// winner's rollout, then those still waiting for it.
     public static func ordered(_ arms: [VariantCount]) -> [VariantCount] {
@@ -36,10 +47,12 @@ public enum WinnerRelease: Sendable, Equatable {
 extension RunState {
     /// Recipients waiting for the experiment's winner.
     public func awaitingWinnerCount() throws(StateError) -> Int {
-        try read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'awaiting_winner' AND \(Self.flagged)",
-                             arguments: [id]) ?? 0
-        }
+        try read { db in try awaitingWinnerCount(db) }
+    }
+
+    func awaitingWinnerCount(_ db: Database) throws -> Int {
+        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'awaiting_winner' AND \(Self.flagged)",
+                         arguments: [id]) ?? 0
     }
 
     /// Rolls the winner out to every recipient waiting for it, in one transaction: each one's
@@ -57,8 +70,7 @@ extension RunState {
             try recoverInflight(now: now)
         }
         return try write { db in
-            let waiting = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM recipient WHERE run = ? AND status = 'awaiting_winner' AND \(Self.flagged)",
-                                           arguments: [id]) ?? 0
+            let waiting = try awaitingWinnerCount(db)
             guard waiting > 0 else { return .released(0) }
             // A staged row read while no winner was chosen keeps every variant's payload apart
             // (its own `variant` is NULL); one read again once the winner was known (a changed

@@ -41,7 +41,7 @@ enum Output {
             lines.append("campaign  \(s.campaign)  (run \(s.runId))")
             lines.append("audience  \(number(s.rows)) rows: \(number(s.distinct)) \(s.broadcastChannels == nil ? "recipients" : "channels"), \(number(s.duplicates)) duplicate rows, \(number(s.invalid)) invalid rows")
             // An experiment's statuses only where there is one: a plain campaign's line stays as it was.
-            let shown = RecipientStatus.allCases.filter { s.experiment != nil || ($0 != .heldOut && $0 != .awaitingWinner) || s.count($0) > 0 }
+            let shown = RecipientStatus.allCases.filter { s.experiment != nil || !$0.isExperimentOnly || s.count($0) > 0 }
             lines.append("delivery  " + shown.map { "\(number(s.count($0))) \($0.rawValue)" }.joined(separator: ", "))
             if !s.byReason.isEmpty {
                 lines.append("reasons   " + s.byReason.sorted { $0.value > $1.value }.prefix(6).map { "\($0.key) \(number($0.value))" }.joined(separator: ", "))

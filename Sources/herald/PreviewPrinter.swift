@@ -46,8 +46,8 @@ final class PreviewPrinter {
             write("locales   \(p.locales.map(\.locale).joined(separator: ", ")) (field \(spec.audience.localeField ?? "none: audience.locale_field is not set"))")
         }
         if let e = spec.experiment {
-            let share = e.testShare.map { "test_share \(Self.percent($0))" } ?? "no test_share (every recipient gets a variant)"
-            write("experiment \(share), holdout \(Self.percent(e.holdout)), variants "
+            let share = e.testShare.map { "test_share \(ExperimentSpec.percentText($0))" } ?? "no test_share (every recipient gets a variant)"
+            write("experiment \(share), holdout \(ExperimentSpec.percentText(e.holdout)), variants "
                   + e.variants.map { "\($0.name) (weight \($0.weight))" }.joined(separator: ", ") + ", winner \(e.winner ?? "not chosen")")
         }
         flush()
@@ -71,8 +71,6 @@ final class PreviewPrinter {
         write("\(recipients) recipient\(recipients == 1 ? "" : "s") shown from the first \(rowsRead) audience row\(rowsRead == 1 ? "" : "s"); nothing was sent")
         flush()
     }
-
-    private static func percent(_ share: Double) -> String { String(format: "%g%%", share * 100) }
 
     private func printRecipient(_ record: AudienceRecord) {
         var payloads = self.payloads, headers = self.headers

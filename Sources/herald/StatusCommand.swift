@@ -78,7 +78,7 @@ struct StatusCommand: ParsableCommand {
             if i.audienceChanged {
                 lines.append("changed   audience changed during the run: \(Output.number(i.newRecipients)) new, \(Output.number(i.vanishedRecipients)) vanished")
             }
-            let states = StoredStatus.allCases.filter { !r.experiment.isEmpty || ($0 != .heldOut && $0 != .awaitingWinner) || (r.counts[$0] ?? 0) > 0 }
+            let states = StoredStatus.allCases.filter { !r.experiment.isEmpty || !$0.reportStatus.isExperimentOnly || (r.counts[$0] ?? 0) > 0 }
             lines.append("state     " + states.map { "\(Output.number(r.counts[$0] ?? 0)) \($0.rawValue)" }.joined(separator: ", "))
             if let due = r.nextDue {
                 let capped = r.capped, windows = (r.counts[.scheduled] ?? 0) - capped
@@ -87,14 +87,8 @@ struct StatusCommand: ParsableCommand {
                 lines.append("waiting   \(why.joined(separator: ", ")); the next due at \(Self.iso(due))")
             }
             for arm in r.experiment {
-                let group = switch (arm.variant, arm.rollout) {
-                case (ExperimentSpec.holdoutName?, _): "holdout"
-                case (let v?, true): "\(v) (winner, rollout)"
-                case (let v?, false): "\(v) (test)"
-                case (nil, _): "waiting for the winner"
-                }
                 let counts = RecipientStatus.allCases.compactMap { st in arm.counts[st].map { "\(Output.number($0)) \(st.rawValue)" } }
-                lines.append("variant   \(group): \(Output.number(arm.total)) recipients: \(counts.joined(separator: ", "))")
+                lines.append("variant   \(arm.label): \(Output.number(arm.total)) recipients: \(counts.joined(separator: ", "))")
             }
             lines.append("activity  last \(r.lastActivity ?? "-")")
             lines.append("reports   \(r.reportsDir)/")
