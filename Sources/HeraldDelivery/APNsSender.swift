@@ -21,9 +21,16 @@ public final class APNsSender: @unchecked Sendable {
     public let token: ProviderToken?
     public let streamsPerConnection: Int
 
-    public init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?,
-                destination: PushDestination = .devices) throws(DeliveryError) {
-        let shared = EngineShared(streams: max(1, settings.maxStreams), token: token)
+    public convenience init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?,
+                            destination: PushDestination = .devices) throws(DeliveryError) {
+        try self.init(settings: settings, connections: count, token: token, destination: destination, pool: 0, results: ResultQueue())
+    }
+
+    /// One pool of a `RoutingSender`: its results carry `pool` and go into `results`, the queue
+    /// the owner of every pool waits on.
+    init(settings: ConnectionSettings, connections count: Int, token: ProviderToken?, destination: PushDestination,
+         pool: Int, results: ResultQueue) throws(DeliveryError) {
+        let shared = EngineShared(streams: max(1, settings.maxStreams), token: token, results: PoolResults(pool: pool, queue: results))
         let endpoint = try Nghttp2Endpoint(settings)
         var workers: [Nghttp2Worker] = []
         for i in 0..<max(1, count) {
@@ -34,7 +41,7 @@ public final class APNsSender: @unchecked Sendable {
         self.token = token
         streamsPerConnection = max(1, settings.maxStreams)
         for w in workers {
-            DispatchQueue(label: "herald.connection.\(w.id)", qos: .userInitiated).async(group: group) { w.run() }
+            DispatchQueue(label: "herald.pool\(pool).connection.\(w.id)", qos: .userInitiated).async(group: group) { w.run() }
         }
     }
 
@@ -50,18 +57,27 @@ public final class APNsSender: @unchecked Sendable {
     }
 
     /// Results that arrived since the last call; waits up to `timeout` seconds for the first one.
-    public func results(timeout: TimeInterval) -> [PushResult] { shared.results.take(timeout: timeout) }
+    public func results(timeout: TimeInterval) -> [PushResult] { shared.results.queue.take(timeout: timeout) }
 
     /// Takes back every job no connection has started: they never left the process.
     public func withdrawQueued() -> [Int] { shared.feed.withLock { $0.removeAll() }.map(\.index) }
 
+    /// Takes back the jobs no connection has started for which `keep` is true (one app's, say).
+    public func withdrawQueued(where keep: (PushJob) -> Bool) -> [Int] {
+        shared.feed.withLock { $0.remove(where: keep) }.map(\.index)
+    }
+
     public func takeExpired() -> [Int] { shared.feed.withLock { $0.takeExpired() } }
 
-    /// True once a connection got an abort-class answer and stopped starting requests.
+    /// True once a connection got an answer refusing the credentials (`AbortScope.credentials`)
+    /// and the connections stopped starting requests.
     public var halted: Bool { shared.halted.load(ordering: .relaxed) }
 
-    /// Jobs waiting for a stream.
-    public var queued: Int { shared.feed.withLock { $0.count } }
+    /// `halted`: a single sender is one pool, whatever the number.
+    public func halted(pool: Int) -> Bool { halted }
+
+    /// Jobs not started: waiting for a stream, or held after their topic was refused (`AbortScope.topic`).
+    public var queued: Int { shared.feed.withLock { $0.queued } }
 
     /// No new request starts before `date` (requests in flight carry on).
     public func pause(until date: Date) {
@@ -90,14 +106,21 @@ public final class APNsSender: @unchecked Sendable {
     /// timeout), closes the connections and waits for the threads.
     public func shutdown() {
         guard !stopped.exchange(true, ordering: .relaxed) else { return }
-        shared.stopped.store(true, ordering: .relaxed)
-        for w in workers { w.wake.signal() }
+        stopStarting()
         group.wait()
     }
 
+    /// The first half of `shutdown`, without the wait: a `RoutingSender` stops every pool
+    /// starting requests before it waits for any.
+    func stopStarting() {
+        shared.stopped.store(true, ordering: .relaxed)
+        for w in workers { w.wake.signal() }
+    }
+
     /// Sends a batch and waits for every answer; results carry the request's index in `requests`.
-    /// Once an answer halts the sender (`halted`), the requests that never left are dropped from
-    /// the batch: they have no result. A convenience over the streaming interface for tools and tests.
+    /// Once an answer halts the sender (`halted`), or refuses a topic (`AbortScope.topic`), the
+    /// requests that never left (all of them, or the topic's) are dropped from the batch: they
+    /// have no result. A convenience over the streaming interface for tools and tests.
     public func send(_ requests: [PushRequest]) throws(DeliveryError) -> [PushResult] {
         submit(requests.enumerated().map { PushJob(index: $0.offset, request: $0.element) })
         var out: [PushResult] = []
@@ -105,7 +128,7 @@ public final class APNsSender: @unchecked Sendable {
         var expected = requests.count
         while out.count < expected {
             out += results(timeout: 1)
-            if halted { expected -= withdrawQueued().count }
+            expected -= halted ? withdrawQueued().count : shared.feed.withLock { $0.removeHeld() }.count
         }
         return out
     }

@@ -68,7 +68,49 @@ extension AnswerMeaning {
     }
 }
 
+/// Whom an abort-class answer (`AnswerMeaning.abortCampaign`) is about, which decides what it
+/// stops. "APNs doesn't support authentication tokens from multiple developer accounts over a
+/// single connection" (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns),
+/// and a certificate covers one app, so herald keeps one pool per endpoint and credentials,
+/// shared by the apps of one team (`RoutingSender`).
+public enum AbortScope: Sendable, Equatable {
+    /// The connection's identity is refused (key, token, certificate, environment): every request
+    /// on the pool would get the same answer, so the pool starts no more.
+    case credentials
+    /// One app's topic is refused (not its team's, wrong suffix, a capability it lacks): the other
+    /// apps sharing the pool carry on; the pool starts no more requests for that topic.
+    case topic
+}
+
+extension AnswerMeaning {
+    /// What an abort-class answer's reason is about; nil for any other answer. The reasons are
+    /// Apple's (https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns).
+    /// An abort reason not named here stops its pool, the safe side.
+    public static func abortScope(_ reason: APNsReason?) -> AbortScope? {
+        guard let reason, reason.action == .abortCampaign else { return nil }
+        switch reason.rawValue {
+        // The request's apns-topic: invalid, missing, or one this connection may not push to; for
+        // a broadcast, a capability the app lacks or a bundle id its key or certificate does not cover.
+        case "BadTopic", "MissingTopic", "TopicDisallowed", "FeatureNotEnabled", "TopicMismatch":
+            return .topic
+        // The connection's identity: the certificate invalid or of the other environment, the
+        // provider token invalid or missing, its key of the other environment.
+        case "BadCertificate", "BadCertificateEnvironment", "InvalidProviderToken", "MissingProviderToken",
+             "BadEnvironmentKeyIdInToken", "BadEnvironmentKeyInToken":
+            return .credentials
+        default:
+            return .credentials
+        }
+    }
+}
+
 extension PushOutcome {
     /// What this answer means (`AnswerMeaning`).
     public var meaning: AnswerMeaning { AnswerMeaning(self) }
+
+    /// For an abort-class answer, whom it is about (`AnswerMeaning.abortScope`); nil otherwise.
+    public var abortScope: AbortScope? {
+        guard case .answered(_, _, let reason, _) = self, meaning == .abortCampaign else { return nil }
+        return AnswerMeaning.abortScope(reason)
+    }
 }

@@ -2,8 +2,9 @@ import Foundation
 import HeraldCore
 
 /// What a connection's thread (`Nghttp2Worker`, device pushes and broadcasts alike) does at once
-/// about an answer or a failed connect: stop every connection on
-/// an answer that means the configuration is wrong, re-sign an expired provider token, move new
+/// about an answer or a failed connect: stop the pool's connections on an answer that refuses its
+/// credentials, stop starting one topic's requests on an answer that refuses that topic (other
+/// apps sharing the pool carry on), re-sign an expired provider token, move new
 /// requests to a fresh connection when Apple's answer says so (at most one renewal per
 /// `renewalInterval`), and back off after a failed connect. What the answer means is
 /// `AnswerMeaning`'s to decide; this only acts on it.
@@ -19,13 +20,18 @@ struct ConnectionReactions {
     /// must not turn into a handshake storm.
     static let renewalInterval: UInt64 = 2_000_000_000
 
-    /// An answer arrived. `jwt`: the token the request carried; `onCurrent`: it came on the
-    /// connection new requests go to.
-    mutating func answered(_ outcome: PushOutcome, jwt: String?, onCurrent: Bool, now: UInt64, shared: EngineShared) {
+    /// An answer arrived. `topic`: the request's apns-topic; `jwt`: the token the request carried;
+    /// `onCurrent`: it came on the connection new requests go to.
+    mutating func answered(_ outcome: PushOutcome, topic: String, jwt: String?, onCurrent: Bool, now: UInt64, shared: EngineShared) {
         connectFailures = 0
         switch outcome.meaning {
+        case .abortCampaign where outcome.abortScope == .topic:
+            // Every further request for this topic would get the same answer, not those for the
+            // pool's other topics: hold the topic's jobs before the runner even hears of it.
+            shared.feed.withLock { $0.block(topic: topic) }
         case .abortCampaign:
-            // Every further request would get the same answer: stop before the runner even hears of it.
+            // Every further request on these credentials would get the same answer: stop the pool
+            // before the runner even hears of it.
             shared.halted.store(true, ordering: .relaxed)
         case .refreshTokenAndRetry:
             // Re-sign once (whoever sees it first) and move to a fresh connection.

@@ -8,8 +8,18 @@ import Synchronization
 struct FeedBuffer {
     private var items: [PushJob] = []
     private var head = 0
+    /// Topics APNs refused with a topic-scoped abort (`AbortScope.topic`): their jobs are not
+    /// started but kept in `held` until the caller withdraws them.
+    private var blockedTopics: Set<String> = []
+    private var held: [PushJob] = []
 
+    /// Jobs a connection may still take (held ones excluded, so an idle connection does not spin on them).
     var count: Int { items.count - head }
+    /// Jobs not started, held ones included.
+    var queued: Int { count + held.count }
+
+    /// No job for `topic` starts any more; those waiting are held for `withdraw`.
+    mutating func block(topic: String) { blockedTopics.insert(topic) }
 
     mutating func append(_ jobs: [PushJob]) {
         if head > 0 && head * 2 >= items.count {
@@ -28,14 +38,20 @@ struct FeedBuffer {
     mutating func take(_ n: Int) -> ArraySlice<PushJob> {
         let k = min(n, count)
         var out = items[head..<(head + k)]
-        if out.contains(where: { $0.notAfter != nil }) {
-            // Past the expired ones too, so a connection with room is not left idle.
+        if !blockedTopics.isEmpty || out.contains(where: { $0.notAfter != nil }) {
+            // Past the expired and held ones too, so a connection with room is not left idle.
             let now = Date()
             var kept: [PushJob] = []
             while kept.count < n && head < items.count {
                 let job = items[head]
                 head += 1
-                if let limit = job.notAfter, now >= limit { expired.append(job.index) } else { kept.append(job) }
+                if !blockedTopics.isEmpty && blockedTopics.contains(job.request.topic) {
+                    held.append(job)
+                } else if let limit = job.notAfter, now >= limit {
+                    expired.append(job.index)
+                } else {
+                    kept.append(job)
+                }
             }
             out = kept[...]
         } else {
@@ -51,9 +67,28 @@ struct FeedBuffer {
     }
 
     mutating func removeAll() -> [PushJob] {
-        let out = Array(items[head...])
+        let out = held + items[head...]
         items.removeAll(keepingCapacity: true); head = 0
+        held.removeAll()
         return out
+    }
+
+    /// Takes out the jobs not started for which `take` is true; the others keep their order.
+    mutating func remove(where take: (PushJob) -> Bool) -> [PushJob] {
+        var out = held.filter(take)
+        held.removeAll(where: take)
+        var kept: [PushJob] = []
+        for job in items[head...] {
+            if take(job) { out.append(job) } else { kept.append(job) }
+        }
+        items = kept; head = 0
+        return out
+    }
+
+    /// Takes out the held jobs (those of a blocked topic).
+    mutating func removeHeld() -> [PushJob] {
+        defer { held.removeAll() }
+        return held
     }
 }
 
@@ -64,9 +99,12 @@ final class ResultQueue: @unchecked Sendable {
     private let condition = NSCondition()
     private var items: [PushResult] = []
 
-    func push(_ results: [PushResult]) {
+    /// `pool`: stamped on each result (`PushResult.pool`), so several pools can answer into one queue.
+    func push(_ results: [PushResult], pool: Int = 0) {
         condition.lock()
+        let start = items.count
         items.append(contentsOf: results)
+        if pool != 0 { for i in start..<items.count { items[i].pool = pool } }
         condition.signal()
         condition.unlock()
     }
@@ -113,13 +151,22 @@ final class WakePipe: @unchecked Sendable {
     }
 }
 
+/// Where one pool's connections put their results: the queue its owner waits on (one per
+/// `APNsSender`, or one shared by a `RoutingSender`'s pools), each result stamped with the pool.
+struct PoolResults: Sendable {
+    let pool: Int
+    let queue: ResultQueue
+    func push(_ results: [PushResult]) { queue.push(results, pool: pool) }
+}
+
 /// What the sender's threads share with its owner.
 final class EngineShared: Sendable {
     let feed = Locked(FeedBuffer())
-    let results = ResultQueue()
+    let results: PoolResults
     let stopped = Atomic<Bool>(false)
-    /// Set by the first connection that gets an answer meaning "our configuration is wrong"
-    /// (InvalidProviderToken, BadTopic, …): no connection starts another request.
+    /// Set by the first connection that gets an answer meaning "this pool's credentials are
+    /// refused" (InvalidProviderToken, BadCertificate, …: `AbortScope.credentials`): no connection
+    /// of the pool starts another request. A topic's refusal blocks only that topic (`FeedBuffer.block`).
     let halted = Atomic<Bool>(false)
     /// No new request starts before this uptime (ns): the circuit breaker's pause.
     let pausedUntil = Atomic<UInt64>(0)
@@ -129,9 +176,10 @@ final class EngineShared: Sendable {
     let connectionsOpened = Atomic<Int>(0)
     let token: ProviderToken?
 
-    init(streams: Int, token: ProviderToken?) {
+    init(streams: Int, token: ProviderToken?, results: PoolResults) {
         streamLimit = Atomic(streams)
         self.token = token
+        self.results = results
     }
 }
 

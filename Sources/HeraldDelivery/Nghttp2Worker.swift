@@ -252,7 +252,7 @@ final class Nghttp2Worker: @unchecked Sendable {
             }
         }
         if case .answered = outcome {
-            reactions.answered(outcome, jwt: p.jwt, onCurrent: c === current, now: now, shared: shared)
+            reactions.answered(outcome, topic: p.job.request.topic, jwt: p.jwt, onCurrent: c === current, now: now, shared: shared)
         }
         var result = PushResult(index: p.job.index, outcome: outcome, latencyMs: Int((now &- p.startedAt) / 1_000_000), httpVersion: 20,
                                 connection: id, event: a.complete != 0 ? 0 : failureEvent)

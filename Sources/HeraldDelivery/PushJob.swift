@@ -10,7 +10,10 @@ public struct PushJob: Sendable {
     /// window, or the start of its quiet hours): a connection that takes it later hands it back
     /// unstarted (`PushSending.takeExpired`). nil: no limit.
     public var notAfter: Date?
-    public init(index: Int, request: PushRequest, notAfter: Date? = nil) {
-        self.index = index; self.request = request; self.notAfter = notAfter
+    /// The connection pool that sends it (`RoutingSender`'s `pools` index): one pool per APNs
+    /// endpoint and credentials. A single `APNsSender` is one pool and ignores it.
+    public var pool: Int
+    public init(index: Int, request: PushRequest, notAfter: Date? = nil, pool: Int = 0) {
+        self.index = index; self.request = request; self.notAfter = notAfter; self.pool = pool
     }
 }

@@ -82,14 +82,17 @@ public struct PushResult: Sendable {
     public var httpVersion: Int
     /// The answer's `apns-unique-id` header (APNs sends it in development only).
     public var apnsUniqueId: String? = nil
-    /// Which of the sender's connections carried it.
+    /// The pool that carried it (`PushJob.pool`; 0 for a single `APNsSender`).
+    public var pool: Int = 0
+    /// Which of the pool's connections carried it (numbered per pool: key by `pool` and `connection`).
     public var connection: Int = 0
     /// For a transport failure: which loss of that connection (the streams one reset fails share
     /// it), so the circuit breaker counts a connection loss once. 0 for answers.
     public var event: Int = 0
 
-    public init(index: Int, outcome: PushOutcome, latencyMs: Int = 0, httpVersion: Int = 20, connection: Int = 0, event: Int = 0) {
+    public init(index: Int, outcome: PushOutcome, latencyMs: Int = 0, httpVersion: Int = 20, connection: Int = 0, event: Int = 0,
+                pool: Int = 0) {
         self.index = index; self.outcome = outcome; self.latencyMs = latencyMs; self.httpVersion = httpVersion
-        self.connection = connection; self.event = event
+        self.connection = connection; self.event = event; self.pool = pool
     }
 }
