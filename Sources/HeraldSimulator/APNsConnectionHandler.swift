@@ -169,12 +169,13 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let streamNumber = Int(id)
         let log = policy.log
         let connectionId = connection.id
+        let certificate = connection.clientCertificate
         let cutsHere = policy.faults.closeAfter == number
 
         if cutsHere && policy.faults.closeMode == .before {
             log.append(status: nil, reason: nil, outcome: .closedBeforeProcessing, fault: "close_before",
                        entry: .init(connection: connectionId, stream: streamNumber, request: request, verdict: nil,
-                                    apnsId: nil, outcome: .closedBeforeProcessing, fault: "close_before"))
+                                    apnsId: nil, outcome: .closedBeforeProcessing, fault: "close_before", clientCertificate: certificate))
             cutConnection(context: context)
             return
         }
@@ -182,7 +183,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let verdict = policy.behavior.respond(to: request, on: connection, now: Date())
         if verdict.authenticated && !streamsRaised {
             streamsRaised = true
-            if policy.startsWithOneStream {
+            if policy.startsWithOneStream(connection) {
                 let raise = HTTP2Frame.FramePayload.settings(.settings([HTTP2Setting(parameter: .maxConcurrentStreams, value: policy.maxConcurrentStreams)]))
                 context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: raise)), promise: nil)
             }
@@ -201,7 +202,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         if cutsHere {
             log.append(status: verdict.status, reason: verdict.reason, outcome: .closedAfterProcessing, fault: "close_after",
                        entry: .init(connection: connectionId, stream: streamNumber, request: request, verdict: verdict,
-                                    apnsId: apnsId, outcome: .closedAfterProcessing, fault: "close_after"))
+                                    apnsId: apnsId, outcome: .closedAfterProcessing, fault: "close_after", clientCertificate: certificate))
             cutConnection(context: context)
             return
         }
@@ -214,7 +215,7 @@ final class APNsConnectionHandler: ChannelInboundHandler {
         let logged = { (outcome: SimulatorRequestLog.Outcome, fault: String?) in
             log.append(status: verdict.status, reason: verdict.reason, outcome: outcome, fault: fault, entry: {
                 var e = SimulatorRequestLog.Entry(connection: connectionId, stream: streamNumber, request: request, verdict: verdict,
-                                                  apnsId: apnsId, outcome: outcome, fault: fault)
+                                                  apnsId: apnsId, outcome: outcome, fault: fault, clientCertificate: certificate)
                 if outcome == .answered { e.uniqueId = uniqueId }
                 return e
             }())

@@ -51,22 +51,21 @@ public final class APNsSimulator: Sendable {
                              channels: ChannelRegistry = ChannelRegistry()) throws(SimulatorError) -> APNsSimulator {
         try configuration.validate()
         let material = try SimulatorTLSMaterial.load(configuration.tls, host: configuration.host)
-        var clientCA: [NIOSSLCertificate]?
-        if case .clientCertificate(let path) = configuration.authentication {
-            clientCA = try SimulatorTLSMaterial.readClientCA(path)
+        let acceptsProviderTokens = !configuration.authentication.tokenKeys.isEmpty
+        let clientCA = try configuration.authentication.clientCertificates.map { certificates throws(SimulatorError) in
+            try SimulatorTLSMaterial.readClientCA(certificates.caPEMPath)
         }
+        let tls = material.serverConfiguration(clientCA: clientCA, certificateOptional: acceptsProviderTokens)
         let sslContext: NIOSSLContext
-        do { sslContext = try NIOSSLContext(configuration: material.serverConfiguration(clientCA: clientCA)) } catch {
+        do { sslContext = try NIOSSLContext(configuration: tls) } catch {
             throw .badTLSMaterial("certificate and private key do not load into TLS (do they match?): \(error)")
         }
         let log = try SimulatorRequestLog(path: configuration.logPath, keepsEntries: configuration.keepsEntriesInMemory)
 
         let threads = configuration.threads > 0 ? configuration.threads : System.coreCount
         let group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
-        let startsWithOneStream: Bool
-        if case .providerToken = configuration.authentication { startsWithOneStream = true } else { startsWithOneStream = false }
         let policy = ConnectionPolicy(behavior: behavior, log: log, faults: configuration.faults,
-                                      maxConcurrentStreams: configuration.maxConcurrentStreams, startsWithOneStream: startsWithOneStream)
+                                      maxConcurrentStreams: configuration.maxConcurrentStreams, acceptsProviderTokens: acceptsProviderTokens)
         var pipelines = [(ConnectionPipeline(sslContext: sslContext, policy: policy), configuration.port)]
         if let managementPort = configuration.managementPort {
             // Management requests are few: no connection faults, the log shared with the push port.
@@ -75,7 +74,7 @@ public final class APNsSimulator: Sendable {
             quiet.goawayAfter = nil
             quiet.closeAfter = nil
             let managementPolicy = ConnectionPolicy(behavior: management, log: log, faults: quiet,
-                                                    maxConcurrentStreams: configuration.maxConcurrentStreams, startsWithOneStream: startsWithOneStream)
+                                                    maxConcurrentStreams: configuration.maxConcurrentStreams, acceptsProviderTokens: acceptsProviderTokens)
             pipelines.append((ConnectionPipeline(sslContext: sslContext, policy: managementPolicy), managementPort))
         }
         var listeners: [any Channel] = []

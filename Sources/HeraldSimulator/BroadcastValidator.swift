@@ -4,7 +4,8 @@ import HeraldCore
 /// `POST /4/broadcasts/apps/<bundle-id>` on the push port, checked as Apple describes a broadcast
 /// (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns):
 ///  1. path, method (404 `BadPath`, 405 `MethodNotAllowed`); 2. provider token (403);
-///  3. bundle id: a push-type suffix 400 `TopicDisallowed`, another app 403 `TopicMismatch`;
+///  3. bundle id: a push-type suffix 400 `TopicDisallowed`, another app than `--bundle-id` or an
+///     app the credential is not for 403 `TopicMismatch`;
 ///  4. `apns-channel-id` missing 400 `MissingChannelId`, not base64 `BadChannelId`;
 ///  5. `apns-push-type` missing `MissingPushType`, not liveactivity `InvalidPushType`;
 ///  6. `apns-expiration` (required) missing or not an epoch `BadExpirationDate`;
@@ -32,11 +33,14 @@ struct BroadcastValidator: Sendable {
         guard request.method == "POST" else { return .rejected("MethodNotAllowed", token: nil, providerToken: nil) }
         let auth = validator.authenticate(request, on: connection, now: now)
         func reject(_ reason: APNsReason) -> SimulatorVerdict {
-            .rejected(reason, token: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+            var verdict = SimulatorVerdict.rejected(reason, token: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+            verdict.topic = bundleId
+            return verdict
         }
         if let problem = auth.problem { return reject(problem) }
         if bundleId.contains(".push-type.") { return reject("TopicDisallowed") }
         if let expected = validator.bundleId, expected != bundleId { return reject("TopicMismatch") }
+        if !auth.apps.isEmpty, !auth.apps.contains(bundleId) { return reject("TopicMismatch") }
         guard let channel = request.header("apns-channel-id"), !channel.isEmpty else { return reject("MissingChannelId") }
         guard ChannelRegistry.isChannelId(channel) else { return reject("BadChannelId") }
         guard let pushType = request.header("apns-push-type") else { return reject("MissingPushType") }
@@ -53,6 +57,8 @@ struct BroadcastValidator: Sendable {
         if request.bodyLength == 0 { return reject("PayloadEmpty") }
         if request.bodyLength > Self.payloadLimit { return reject("PayloadTooLarge") }
         if !JSONShape.isObjectWithApsDictionary(request.body) { return reject("BadRequestPayload") }
-        return SimulatorVerdict(status: 200, reason: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+        var ok = SimulatorVerdict(status: 200, reason: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+        ok.topic = bundleId
+        return ok
     }
 }

@@ -7,7 +7,8 @@ import HeraldCore
 /// header; `GET /1/apps/<bundle>/all-channels` lists (200, `{"channels":[…]}`)
 /// (https://developer.apple.com/documentation/usernotifications/sending-channel-management-requests-to-apns).
 /// Checked in this order: path (404 `BadPath`), method (405 `MethodNotAllowed`), provider token
-/// (403, as for pushes), bundle id (403 `TopicMismatch` when the simulator has one), then per
+/// (403, as for pushes), bundle id (403 `TopicMismatch` when the simulator has one or the
+/// credential is for other apps), then per
 /// operation the body (`BadRequestPayload`, `BadRequestParams`), the limit
 /// (`CannotCreateChannelConfig`) and the channel id (`MissingChannelId`, `BadChannelId`,
 /// `ChannelNotRegistered`). Apple publishes one reason table for both APIs and no order; this is
@@ -45,16 +46,20 @@ public struct ChannelManagementBehavior: SimulatorBehavior {
         }
         let auth = validator.authenticate(request, on: connection, now: now)
         func reject(_ reason: APNsReason) -> SimulatorVerdict {
-            .rejected(reason, token: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+            var verdict = SimulatorVerdict.rejected(reason, token: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+            verdict.topic = bundleId
+            return verdict
         }
         if let problem = auth.problem { return reject(problem) }
         if let expected = validator.bundleId, expected != bundleId { return reject("TopicMismatch") }
+        if !auth.apps.isEmpty, !auth.apps.contains(bundleId) { return reject("TopicMismatch") }
         if let faults, let fault = faults.decide(token: request.header("apns-request-id") ?? request.path) {
             var v = reject(fault.reason)
             v.fault = fault.name
             return v
         }
         var ok = SimulatorVerdict(status: 200, reason: nil, providerToken: auth.claims, authenticated: auth.authenticated)
+        ok.topic = bundleId
 
         if operation == .allChannels {
             var body = Array(#"{"channels":["#.utf8)

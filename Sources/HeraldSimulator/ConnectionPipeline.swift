@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP2
 import NIOSSL
+import X509
 
 /// Builds each accepted connection's pipeline: the socket edge (for abrupt closes), TLS, ALPN
 /// (h2 or close), NIO's HTTP/2 connection handler, and one `APNsConnectionHandler`.
@@ -12,7 +13,6 @@ struct ConnectionPipeline: Sendable {
     func configure(_ channel: any Channel) -> EventLoopFuture<Void> {
         let policy = self.policy
         let counter = self.counter
-        let connectionConfiguration = policy.connectionConfiguration
         let streamConfiguration = policy.streamConfiguration
         return channel.eventLoop.makeCompletedFuture {
             try channel.pipeline.syncOperations.addHandler(SocketEdgeHandler())
@@ -22,10 +22,12 @@ struct ConnectionPipeline: Sendable {
                 h2ChannelConfigurator: { channel in
                     channel.eventLoop.makeCompletedFuture {
                         // Numbered here, after TLS and ALPN: failed handshakes are not connections.
-                        let connection = SimulatorConnection(id: counter.next())
+                        // The handshake is done, so the client certificate (verified, if any) is known.
+                        let presented = try channel.pipeline.syncOperations.nioSSL_peerCertificate()
+                        let connection = SimulatorConnection(id: counter.next(), clientCertificate: presented.map(Self.describe))
+                        let settings = policy.connectionConfiguration(startsWithOneStream: policy.startsWithOneStream(connection))
                         try channel.pipeline.syncOperations.addHandler(
-                            NIOHTTP2Handler(mode: .server, connectionConfiguration: connectionConfiguration,
-                                            streamConfiguration: streamConfiguration))
+                            NIOHTTP2Handler(mode: .server, connectionConfiguration: settings, streamConfiguration: streamConfiguration))
                         try channel.pipeline.syncOperations.addHandler(APNsConnectionHandler(policy: policy, connection: connection))
                     }
                 },
@@ -33,5 +35,14 @@ struct ConnectionPipeline: Sendable {
                 http1ChannelConfigurator: { channel in channel.close() }
             )
         }
+    }
+
+    /// The subject common name of a client certificate, for the request log.
+    static func describe(_ certificate: NIOSSLCertificate) -> SimulatorClientCertificate {
+        guard let der = try? certificate.toDERBytes(), let parsed = try? Certificate(derEncoded: der) else {
+            return SimulatorClientCertificate(commonName: nil)
+        }
+        let names = parsed.subject.flatMap { $0 }.filter { $0.type == .RDNAttributeType.commonName }
+        return SimulatorClientCertificate(commonName: names.last.flatMap { String($0.value) })
     }
 }

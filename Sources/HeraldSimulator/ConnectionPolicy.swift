@@ -7,8 +7,9 @@ struct ConnectionPolicy: Sendable {
     let log: SimulatorRequestLog
     let faults: SimulatorFaults
     let maxConcurrentStreams: Int
-    /// Token authentication: one stream until the first authenticated request (Apple).
-    let startsWithOneStream: Bool
+    /// Provider-token keys are configured: a connection without a client certificate starts with
+    /// one stream until its first authenticated request (Apple).
+    let acceptsProviderTokens: Bool
     /// Connection-level receive window, raised from HTTP/2's 65,535 on the first request so many
     /// concurrent small bodies never wait for a WINDOW_UPDATE.
     static let connectionWindow = 1 << 20
@@ -16,8 +17,13 @@ struct ConnectionPolicy: Sendable {
     /// 65,535-byte window, which APNs payloads never reach, would otherwise stall).
     static let streamUpdateThreshold = 16_384
 
-    /// SETTINGS sent to every client.
-    var connectionConfiguration: NIOHTTP2Handler.ConnectionConfiguration {
+    /// Whether `connection` starts with one stream: a provider-token connection does.
+    func startsWithOneStream(_ connection: SimulatorConnection) -> Bool {
+        acceptsProviderTokens && connection.clientCertificate == nil
+    }
+
+    /// SETTINGS sent to a client.
+    func connectionConfiguration(startsWithOneStream: Bool) -> NIOHTTP2Handler.ConnectionConfiguration {
         var configuration = NIOHTTP2Handler.ConnectionConfiguration()
         configuration.initialSettings = [
             HTTP2Setting(parameter: .maxConcurrentStreams, value: startsWithOneStream ? 1 : maxConcurrentStreams),

@@ -28,20 +28,32 @@ public enum ProviderTokenVerdict: Sendable, Equatable {
 /// Verifies APNs provider tokens the way Apple describes them (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns):
 /// header `{"alg":"ES256","kid":"<Key ID>"}`, claims `{"iss":"<Team ID>","iat":<epoch s>}`,
 /// signature the 64-byte raw R‖S of ECDSA P-256 over SHA-256, all base64url without padding.
-/// "APNs supports only the ES256 algorithm."
+/// "APNs supports only the ES256 algorithm." The header's `kid` picks one of the configured keys;
+/// the token must then carry that key's team as `iss` and verify with its public key.
 public struct ProviderTokenVerifier: Sendable {
-    public let keyId: String
-    public let teamId: String
-    public let publicKey: P256.Signing.PublicKey
+    struct Key: Sendable {
+        let teamId: String
+        let publicKey: P256.Signing.PublicKey
+    }
+    /// By key ID.
+    let keys: [String: Key]
 
+    /// One key (the single-team simulator).
     public init(keyId: String, teamId: String, publicKeyPEM: String) throws(SimulatorError) {
-        self.keyId = keyId
-        self.teamId = teamId
-        do {
-            self.publicKey = try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM)
-        } catch {
-            throw .badPublicKey("\(error)")
+        try self.init(keys: [SimulatorTokenKey(teamId: teamId, keyId: keyId, publicKeyPEM: publicKeyPEM)])
+    }
+
+    /// Several teams' keys; key IDs must be distinct (`SimulatorConfiguration.validate`).
+    public init(keys: [SimulatorTokenKey]) throws(SimulatorError) {
+        var byId: [String: Key] = [:]
+        for key in keys {
+            do {
+                byId[key.keyId] = Key(teamId: key.teamId, publicKey: try P256.Signing.PublicKey(pemRepresentation: key.publicKeyPEM))
+            } catch {
+                throw .badPublicKey("key \(key.keyId): \(error)")
+            }
         }
+        self.keys = byId
     }
 
     private struct Header: Decodable { var alg: String?; var kid: String? }
@@ -63,9 +75,9 @@ public struct ProviderTokenVerifier: Sendable {
         let claims = try? decoder.decode(Claims.self, from: Data(claimBytes))
         let logged = ProviderTokenClaims(kid: header.kid, iss: claims?.iss, iat: claims?.iat)
         guard header.alg == "ES256" else { return .invalid(logged, why: "alg is not ES256") }
-        guard header.kid == keyId else { return .invalid(logged, why: "kid does not match the key ID") }
+        guard let kid = header.kid, let key = keys[kid] else { return .invalid(logged, why: "kid names no configured key") }
         guard let claims else { return .invalid(logged, why: "claims are not a JSON object with iss/iat") }
-        guard claims.iss == teamId else { return .invalid(logged, why: "iss does not match the team ID") }
+        guard claims.iss == key.teamId else { return .invalid(logged, why: "iss is not the team of the key kid names") }
         guard claims.iat != nil else { return .invalid(logged, why: "iat is missing") }
         guard signatureBytes.count == 64,
               let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureBytes) else {
@@ -73,8 +85,8 @@ public struct ProviderTokenVerifier: Sendable {
         }
         // The signing input is the first two parts exactly as sent, joined by the dot.
         let signingInput = jwt.utf8.prefix(parts[0].count + 1 + parts[1].count)
-        guard publicKey.isValidSignature(signature, for: Data(signingInput)) else {
-            return .invalid(logged, why: "signature does not verify with the configured public key")
+        guard key.publicKey.isValidSignature(signature, for: Data(signingInput)) else {
+            return .invalid(logged, why: "signature does not verify with the public key kid names")
         }
         return .valid(logged)
     }

@@ -11,16 +11,20 @@ import HeraldCore
 ///  1. `:path` is `/3/device/<token>`: else 404 `BadPath`; an empty token 400 `MissingDeviceToken`.
 ///  2. `:method` is POST: else 405 `MethodNotAllowed`.
 ///  3. No repeated `authorization` or `apns-*` header: else 400 `DuplicateHeaders`.
-///  4. Provider token (token authentication only; with a client certificate Apple ignores
-///     `authorization`): absent or empty 403 `MissingProviderToken`; not `bearer <ES256 JWT>`
-///     with our kid, iss and a valid signature 403 `InvalidProviderToken`; `iat` older than the
-///     maximum age 403 `ExpiredProviderToken`; a new token on a connection that adopted another
-///     less than the update interval ago 429 `TooManyProviderTokenUpdates`.
+///  4. Provider token (token authentication only; on a connection with a client certificate Apple
+///     ignores `authorization`): absent or empty 403 `MissingProviderToken`; not `bearer <ES256
+///     JWT>` whose kid names a configured key, with that key's team as iss and a valid signature
+///     403 `InvalidProviderToken`; `iat` older than the maximum age 403 `ExpiredProviderToken`;
+///     another team's token on a connection bound to a team 403 `UnrelatedKeyIdInToken`; a new
+///     token on a connection that adopted another less than the update interval ago 429
+///     `TooManyProviderTokenUpdates`.
 ///  5. Device token: hex, an even number of digits, 8 to 256 bytes (Apple: "Don't make
 ///     assumptions about device token size"): else 400 `BadDeviceToken`.
 ///  6. `apns-topic`: absent or empty 400 `MissingTopic` (a certificate connection defaults it to
 ///     the bundle id); with a bundle id configured, another app's topic 400 `TopicDisallowed`
-///     and this app's topic with another push type's suffix 400 `BadTopic`.
+///     and this app's topic with another push type's suffix 400 `BadTopic`; then the same two
+///     checks against the apps of the credential the request came with (its key's bundle ids,
+///     or the client CA's), when it names any.
 ///  7. `apns-push-type`: unknown 400 `InvalidPushType` (absent means alert).
 ///  8. `apns-priority`: not 10, 5 or 1, background not 5, or a Live Activity at 1: 400 `BadPriority`.
 ///  9. `apns-id`: not a lowercase canonical UUID 400 `BadMessageId`.
@@ -30,9 +34,13 @@ import HeraldCore
 ///     not a JSON object with an `aps` dictionary 400 `BadPayload` (herald's reason: Apple
 ///     documents none for this).
 public struct RequestValidator: Sendable {
-    /// Nil with certificate authentication.
+    /// Nil when no provider-token key is configured (certificate authentication only).
     public let verifier: ProviderTokenVerifier?
     public let bundleId: String?
+    /// The apps each key's tokens may send to, by key ID (keys limited to some apps only).
+    let tokenApps: [String: [String]]
+    /// The apps client certificates may send to; empty: any.
+    let certificateApps: [String]
     public let jwtMaxAgeSeconds: Int
     public let tokenUpdateIntervalSeconds: Int
 
@@ -47,12 +55,12 @@ public struct RequestValidator: Sendable {
                                "apns-expiration", "apns-collapse-id"]
 
     public init(configuration: SimulatorConfiguration) throws(SimulatorError) {
-        switch configuration.authentication {
-        case .providerToken(let teamId, let keyId, let publicKeyPEM):
-            self.verifier = try ProviderTokenVerifier(keyId: keyId, teamId: teamId, publicKeyPEM: publicKeyPEM)
-        case .clientCertificate:
-            self.verifier = nil
-        }
+        let keys = configuration.authentication.tokenKeys
+        self.verifier = keys.isEmpty ? nil : try ProviderTokenVerifier(keys: keys)
+        var tokenApps: [String: [String]] = [:]
+        for key in keys where !key.bundleIds.isEmpty { tokenApps[key.keyId] = key.bundleIds }
+        self.tokenApps = tokenApps
+        self.certificateApps = configuration.authentication.clientCertificates?.bundleIds ?? []
         self.bundleId = configuration.bundleId
         self.jwtMaxAgeSeconds = configuration.jwtMaxAgeSeconds
         self.tokenUpdateIntervalSeconds = configuration.tokenUpdateIntervalSeconds
@@ -68,9 +76,12 @@ public struct RequestValidator: Sendable {
             return .rejected("BadPath", token: nil, providerToken: nil)
         }
         var claims: ProviderTokenClaims?
-        var authenticated = verifier == nil
+        var authenticated = isCertificateConnection(connection)
+        var topic: String?
         func reject(_ reason: APNsReason) -> SimulatorVerdict {
-            .rejected(reason, token: token, providerToken: claims, authenticated: authenticated)
+            var verdict = SimulatorVerdict.rejected(reason, token: token, providerToken: claims, authenticated: authenticated)
+            verdict.topic = topic
+            return verdict
         }
 
         // 2. :method
@@ -93,13 +104,14 @@ public struct RequestValidator: Sendable {
         // 6. apns-topic, against the push type's suffix when the push type is known
         // Nil for an unknown push type; an absent header means alert.
         let pushType: PushType? = request.header("apns-push-type").map { PushType(rawValue: $0) } ?? .alert
-        var topic = request.header("apns-topic") ?? ""
-        if topic.isEmpty, verifier == nil, let bundleId { topic = bundleId }
-        if topic.isEmpty { return reject("MissingTopic") }
-        if let bundleId {
-            guard let suffix = Self.suffix(of: topic, bundleId: bundleId) else { return reject("TopicDisallowed") }
-            if let pushType, suffix != pushType.topicSuffix { return reject("BadTopic") }
+        var sentTopic = request.header("apns-topic") ?? ""
+        if sentTopic.isEmpty, auth.certificate, let app = bundleId ?? (certificateApps.count == 1 ? certificateApps[0] : nil) {
+            sentTopic = app
         }
+        if sentTopic.isEmpty { return reject("MissingTopic") }
+        topic = sentTopic
+        if let bundleId, let problem = Self.topicProblem(sentTopic, apps: [bundleId], pushType: pushType) { return reject(problem) }
+        if !auth.apps.isEmpty, let problem = Self.topicProblem(sentTopic, apps: auth.apps, pushType: pushType) { return reject(problem) }
 
         // 7. apns-push-type
         guard let pushType else { return reject("InvalidPushType") }
@@ -127,28 +139,9 @@ public struct RequestValidator: Sendable {
         if request.bodyLength > pushType.payloadLimit { return reject("PayloadTooLarge") }
         if !JSONShape.isObjectWithApsDictionary(request.body) { return reject(Self.badPayload) }
 
-        return .accepted(token: token, providerToken: claims, authenticated: authenticated)
-    }
-
-    /// The provider-token check every path shares (device pushes, broadcasts, channel management):
-    /// the token's claims, whether the request proved its sender, and the reason to refuse it, if any.
-    func authenticate(_ request: SimulatorRequest, on connection: SimulatorConnection, now: Date)
-        -> (claims: ProviderTokenClaims?, authenticated: Bool, problem: APNsReason?) {
-        guard let verifier else { return (nil, true, nil) }
-        guard let authorization = request.header("authorization"), !authorization.isEmpty else {
-            return (nil, false, "MissingProviderToken")
-        }
-        guard authorization.utf8.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            return (nil, false, "InvalidProviderToken")
-        }
-        let jwt = String(authorization.dropFirst(7))
-        let verdict = connection.providerTokenVerdict(for: jwt, verify: verifier.verify)
-        guard case .valid(let valid) = verdict, let iat = valid.iat else { return (verdict.claims, false, "InvalidProviderToken") }
-        if Int(now.timeIntervalSince1970) - iat > jwtMaxAgeSeconds { return (verdict.claims, false, "ExpiredProviderToken") }
-        guard connection.adoptProviderToken(jwt, now: now, minimumInterval: tokenUpdateIntervalSeconds) else {
-            return (verdict.claims, false, "TooManyProviderTokenUpdates")
-        }
-        return (verdict.claims, true, nil)
+        var accepted = SimulatorVerdict.accepted(token: token, providerToken: claims, authenticated: authenticated)
+        accepted.topic = topic
+        return accepted
     }
 
     /// Hex digits (either case), an even count, `DeviceToken`'s plausible byte range.
@@ -156,6 +149,19 @@ public struct RequestValidator: Sendable {
         let n = token.utf8.count
         guard n % 2 == 0, (DeviceToken.minimumBytes * 2...DeviceToken.maximumBytes * 2).contains(n) else { return false }
         return token.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || ($0 >= 0x41 && $0 <= 0x46) }
+    }
+
+    /// Why `topic` is not for one of `apps`: 400 `TopicDisallowed` when it is no app's (with any
+    /// push-type suffix), 400 `BadTopic` when it is an app's with another push type's suffix.
+    static func topicProblem(_ topic: String, apps: [String], pushType: PushType?) -> APNsReason? {
+        var matched = false
+        for app in apps {
+            guard let suffix = suffix(of: topic, bundleId: app) else { continue }
+            guard let pushType else { return nil }
+            if suffix == pushType.topicSuffix { return nil }
+            matched = true
+        }
+        return matched ? "BadTopic" : "TopicDisallowed"
     }
 
     /// The part of `topic` after `bundleId` when it is the bundle id or the bundle id plus one of

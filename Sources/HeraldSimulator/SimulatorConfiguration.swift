@@ -18,6 +18,73 @@ public enum SimulatorAuthentication: Sendable, Equatable {
     /// Every connection must present a client certificate that chains to a CA in this PEM file;
     /// the TLS handshake fails otherwise, as it does at Apple for a revoked or foreign certificate.
     case clientCertificate(caPEMPath: String)
+    /// Several credentials on one port, as Apple serves every team and app on the same host: each
+    /// provider-token key verifies its own team's tokens for its own apps, and with
+    /// `clientCertificates` a connection may instead present a certificate from that CA. With token
+    /// keys the certificate is optional (token clients and certificate clients share the port);
+    /// without any, it is required as in `clientCertificate`.
+    case credentials(tokenKeys: [SimulatorTokenKey], clientCertificates: SimulatorClientCertificates?)
+
+    /// The provider-token keys of every case (one for `providerToken`, none for `clientCertificate`).
+    public var tokenKeys: [SimulatorTokenKey] {
+        switch self {
+        case .providerToken(let teamId, let keyId, let publicKeyPEM):
+            return [SimulatorTokenKey(teamId: teamId, keyId: keyId, publicKeyPEM: publicKeyPEM)]
+        case .clientCertificate: return []
+        case .credentials(let keys, _): return keys
+        }
+    }
+
+    /// The client-certificate CA of every case, if any.
+    public var clientCertificates: SimulatorClientCertificates? {
+        switch self {
+        case .providerToken: return nil
+        case .clientCertificate(let path): return SimulatorClientCertificates(caPEMPath: path)
+        case .credentials(_, let certificates): return certificates
+        }
+    }
+}
+
+/// One developer team's provider-token key (what a .p8 file is) and the apps it may send to.
+///
+/// Apple: a team-scoped key's tokens serve "any topic in a team", a topic-specific key's only its
+/// topics (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns);
+/// a topic outside them is 400 `TopicDisallowed`.
+public struct SimulatorTokenKey: Sendable, Equatable {
+    /// The tokens' `iss`.
+    public var teamId: String
+    /// The tokens' header `kid`; unique among the configured keys.
+    public var keyId: String
+    /// SPKI PEM ("BEGIN PUBLIC KEY") of the key that signs them.
+    public var publicKeyPEM: String
+    /// The bundle ids its tokens may send to, each with any of Apple's push-type suffixes
+    /// (`PushType.topicSuffix`); empty: any topic.
+    public var bundleIds: [String]
+
+    public init(teamId: String, keyId: String, publicKeyPEM: String, bundleIds: [String] = []) {
+        self.teamId = teamId
+        self.keyId = keyId
+        self.publicKeyPEM = publicKeyPEM
+        self.bundleIds = bundleIds
+    }
+}
+
+/// Certificate authentication: the CA client certificates must chain to, and the apps they may
+/// send to. Apple issues a certificate per app, and "a certificate-based connection" is for that
+/// app (https://developer.apple.com/documentation/usernotifications/establishing-a-certificate-based-connection-to-apns):
+/// another app's topic on it is 400 `TopicDisallowed`.
+public struct SimulatorClientCertificates: Sendable, Equatable {
+    /// PEM file of the CA(s).
+    public var caPEMPath: String
+    /// The bundle ids its certificates may send to (with any push-type suffix); empty: any topic.
+    /// With exactly one, a request without `apns-topic` is for it, as Apple defaults the topic
+    /// to the certificate's app.
+    public var bundleIds: [String]
+
+    public init(caPEMPath: String, bundleIds: [String] = []) {
+        self.caPEMPath = caPEMPath
+        self.bundleIds = bundleIds
+    }
 }
 
 /// How an `APNsSimulator` listens, what it accepts and which faults it injects.
@@ -77,6 +144,12 @@ public struct SimulatorConfiguration: Sendable {
         self.init(authentication: .providerToken(teamId: teamId, keyId: keyId, publicKeyPEM: publicKeyPEM))
     }
 
+    /// A simulator for several apps at once: `tokenKeys` (one per team key) and, optionally,
+    /// certificate clients, all on one port.
+    public init(tokenKeys: [SimulatorTokenKey], clientCertificates: SimulatorClientCertificates? = nil) {
+        self.init(authentication: .credentials(tokenKeys: tokenKeys, clientCertificates: clientCertificates))
+    }
+
     public init(authentication: SimulatorAuthentication) {
         self.host = "127.0.0.1"
         self.port = 0
@@ -120,8 +193,20 @@ public struct SimulatorConfiguration: Sendable {
             throw bad("token update interval must be 0 or more seconds, not \(tokenUpdateIntervalSeconds)")
         }
         guard threads >= 0 else { throw bad("threads must be 0 (one per core) or more, not \(threads)") }
-        if case .providerToken(let teamId, let keyId, _) = authentication, teamId.isEmpty || keyId.isEmpty {
+        let keys = authentication.tokenKeys
+        if keys.contains(where: { $0.teamId.isEmpty || $0.keyId.isEmpty }) {
             throw bad("provider-token mode needs a team id and a key id")
+        }
+        if keys.isEmpty && authentication.clientCertificates == nil {
+            throw bad("give at least one provider-token key or a client-certificate CA")
+        }
+        var seen = Set<String>()
+        for key in keys where !seen.insert(key.keyId).inserted {
+            throw bad("key id \(key.keyId) is given twice: a token's kid must name one key")
+        }
+        let bundles = keys.flatMap(\.bundleIds) + (authentication.clientCertificates?.bundleIds ?? [])
+        if bundles.contains(where: { $0.isEmpty || $0.contains(where: \.isWhitespace) }) {
+            throw bad("a bundle id must be non-empty and without spaces")
         }
         try tokenRules.validate()
         try faults.validate()

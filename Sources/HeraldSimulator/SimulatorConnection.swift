@@ -15,6 +15,8 @@ import Synchronization
 public final class SimulatorConnection: Sendable {
     /// 1-based, in accept order.
     public let id: Int
+    /// The TLS client certificate it presented; nil on a provider-token connection.
+    public let clientCertificate: SimulatorClientCertificate?
     static let cacheLimit = 16
 
     private struct State {
@@ -22,10 +24,15 @@ public final class SimulatorConnection: Sendable {
         /// The provider token in force on this connection and when it was adopted.
         var currentToken: String?
         var adoptedAt = Date.distantPast
+        /// The team of the first valid provider token: the connection's from then on.
+        var team: String?
     }
     private let state = Locked(State())
 
-    public init(id: Int) { self.id = id }
+    public init(id: Int, clientCertificate: SimulatorClientCertificate? = nil) {
+        self.id = id
+        self.clientCertificate = clientCertificate
+    }
 
     /// The cached verdict for `jwt`, computing it with `verify` on first sight.
     public func providerTokenVerdict(for jwt: String, verify: (String) -> ProviderTokenVerdict) -> ProviderTokenVerdict {
@@ -36,6 +43,18 @@ public final class SimulatorConnection: Sendable {
             state.verdicts[jwt] = verdict
         }
         return verdict
+    }
+
+    /// Binds the connection to `team` on its first valid token; false for a later token of
+    /// another team. Apple: "APNs doesn't support authentication tokens from multiple developer
+    /// accounts over a single connection"; an unrelated key after the first push is 403
+    /// `UnrelatedKeyIdInToken` (https://developer.apple.com/documentation/usernotifications/establishing-a-token-based-connection-to-apns).
+    public func bind(team: String) -> Bool {
+        state.withLock { state in
+            if let bound = state.team { return bound == team }
+            state.team = team
+            return true
+        }
     }
 
     /// Makes `jwt` the connection's token unless it replaces another one adopted less than
@@ -50,6 +69,14 @@ public final class SimulatorConnection: Sendable {
             return true
         }
     }
+}
+
+/// What the simulator keeps of a client certificate: enough to say in the request log which
+/// credential a request came with, nothing secret.
+public struct SimulatorClientCertificate: Sendable, Equatable {
+    /// The subject's common name, if it has one (Apple's read "Apple Push Services: <bundle id>").
+    public var commonName: String?
+    public init(commonName: String?) { self.commonName = commonName }
 }
 
 /// Hands out connection numbers.

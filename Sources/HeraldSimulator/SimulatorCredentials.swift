@@ -20,4 +20,15 @@ public enum SimulatorCredentials {
             throw .badPrivateKey("\(error)")
         }
     }
+
+    /// SPKI public PEM from either a .p8 private key PEM (its public half) or a public key PEM
+    /// (checked to be P-256), as `herald sim --token-key` takes either.
+    public static func publicKeyPEM(fromKeyPEM pem: String) throws(SimulatorError) -> String {
+        if pem.contains("PRIVATE KEY-----") { return try publicKeyPEM(fromPrivateKeyPEM: pem) }
+        do {
+            return try P256.Signing.PublicKey(pemRepresentation: pem).pemRepresentation
+        } catch {
+            throw .badPublicKey("\(error)")
+        }
+    }
 }

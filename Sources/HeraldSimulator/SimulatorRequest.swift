@@ -68,6 +68,9 @@ public struct SimulatorVerdict: Sendable, Equatable {
     public var extraHeaders: [String: String] = [:]
     /// A success body (channel management answers JSON); errors use `reason`.
     public var payload: [UInt8]? = nil
+    /// The topic the request was checked against, for the log: its `apns-topic`, or the app a
+    /// certificate connection defaults it to, or a broadcast's or channel request's bundle id.
+    public var topic: String? = nil
 
     public init(status: Int, reason: APNsReason?, timestamp: Int? = nil, token: String? = nil,
                 providerToken: ProviderTokenClaims? = nil, authenticated: Bool = false, fault: String? = nil) {
@@ -97,6 +100,7 @@ public struct SimulatorVerdict: Sendable, Equatable {
     func replaced(by reason: APNsReason, timestamp: Int? = nil, fault: String? = nil) -> SimulatorVerdict {
         var v = SimulatorVerdict.rejected(reason, timestamp: timestamp, token: token, providerToken: providerToken, authenticated: authenticated)
         v.fault = fault
+        v.topic = topic
         return v
     }
 

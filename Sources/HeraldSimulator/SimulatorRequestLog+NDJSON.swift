@@ -5,7 +5,8 @@ import HeraldCore
 /// request on the simulator's hot path).
 ///
 /// Request line: `time_ms, connection, stream, method, path, token, headers{apns-*, authorization
-/// redacted}, jwt_kid, jwt_iss, jwt_iat, body, status, reason, timestamp, apns_id, outcome, fault`.
+/// redacted}, jwt_kid, jwt_iss, jwt_iat, auth, client_cn, topic, body, status, reason, timestamp,
+/// apns_id, apns_unique_id, outcome, fault`.
 /// Final line of `herald sim`: `{"stats":{requests, answered, connections, by_status, by_reason, by_fault,
 /// peak_awaiting_latency, pings}, "time_ms"}`.
 struct NDJSONWriter {
@@ -83,6 +84,9 @@ extension SimulatorRequestLog.Entry {
         w.string("jwt_kid", jwtKid)
         w.string("jwt_iss", jwtIss)
         w.number("jwt_iat", jwtIat)
+        w.string("auth", auth)
+        w.string("client_cn", clientCommonName)
+        w.string("topic", topic)
         w.string("body", String(decoding: body, as: UTF8.self))
         w.number("status", status)
         w.string("reason", reason)

@@ -38,6 +38,14 @@ public final class SimulatorRequestLog: Sendable {
         public var jwtKid: String?
         public var jwtIss: String?
         public var jwtIat: Int?
+        /// The credential that authenticated the request: `certificate` for every request on a
+        /// connection that presented a client certificate, `token` when its provider token
+        /// verified (whose: `jwtKid`/`jwtIss`), nil otherwise (none, or refused).
+        public var auth: String?
+        /// The client certificate's subject common name, on a certificate connection.
+        public var clientCommonName: String?
+        /// The topic the request was checked against (`SimulatorVerdict.topic`), else its `apns-topic`.
+        public var topic: String?
         /// The body as received (cut at `SimulatorRequest.bodyKeepLimit`).
         public var body: [UInt8]
         /// Nil when the request was never processed (`closedBeforeProcessing`).
@@ -55,7 +63,7 @@ public final class SimulatorRequestLog: Sendable {
         public var fault: String?
 
         public init(connection: Int, stream: Int, request: SimulatorRequest, verdict: SimulatorVerdict?, apnsId: String?,
-                    outcome: Outcome = .answered, fault: String? = nil) {
+                    outcome: Outcome = .answered, fault: String? = nil, clientCertificate: SimulatorClientCertificate? = nil) {
             self.connection = connection
             self.stream = stream
             self.method = request.method
@@ -65,6 +73,13 @@ public final class SimulatorRequestLog: Sendable {
             self.jwtKid = verdict?.providerToken?.kid
             self.jwtIss = verdict?.providerToken?.iss
             self.jwtIat = verdict?.providerToken?.iat
+            if let clientCertificate {
+                self.auth = "certificate"
+                self.clientCommonName = clientCertificate.commonName
+            } else if verdict?.authenticated == true && verdict?.providerToken != nil {
+                self.auth = "token"
+            }
+            self.topic = verdict?.topic ?? request.header("apns-topic")
             self.body = request.body
             self.status = verdict?.status
             self.reason = verdict?.reason?.rawValue

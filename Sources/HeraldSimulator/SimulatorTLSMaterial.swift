@@ -17,16 +17,18 @@ struct SimulatorTLSMaterial {
         }
     }
 
-    /// The TLS server configuration: TLS 1.2+, ALPN `h2` only, and with `clientCA` a required,
-    /// verified client certificate (NIOSSL maps `.noHostnameVerification` on a server to
-    /// SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no certificate, no handshake).
-    func serverConfiguration(clientCA: [NIOSSLCertificate]?) -> TLSConfiguration {
+    /// The TLS server configuration: TLS 1.2+, ALPN `h2` only, and with `clientCA` a verified
+    /// client certificate: required (NIOSSL maps `.noHostnameVerification` on a server to
+    /// SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT: no certificate, no handshake), or with
+    /// `certificateOptional` requested and verified when presented (`.optionalVerification`,
+    /// SSL_VERIFY_PEER alone), so provider-token clients share the port.
+    func serverConfiguration(clientCA: [NIOSSLCertificate]?, certificateOptional: Bool = false) -> TLSConfiguration {
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) },
                                                            privateKey: .privateKey(privateKey))
         tls.minimumTLSVersion = .tlsv12
         tls.applicationProtocols = ["h2"]
         if let clientCA {
-            tls.certificateVerification = .noHostnameVerification
+            tls.certificateVerification = certificateOptional ? .optionalVerification : .noHostnameVerification
             tls.trustRoots = .certificates(clientCA)
         }
         return tls

@@ -24,6 +24,11 @@ struct SimCommand: ParsableCommand {
             apns-collapse-id (BadCollapseId), body (PayloadEmpty, 413 PayloadTooLarge, BadPayload). \
             A valid request then meets the random faults (--p429/--p500/--p503), then the token \
             rules (answer, unregistered, expired, bad, not-for-topic, flaky; first match), else 200.
+
+            Several apps on one port, as at Apple: one --token-key per team key, each limited to its \
+            apps, and --client-ca with --client-ca-bundle for certificate clients. A topic the \
+            credential is not for gets 400 TopicDisallowed; a token of another team on a connection \
+            that used one team's, 403 UnrelatedKeyIdInToken.
             """
     )
 
@@ -110,8 +115,12 @@ struct SimAuthOptions: ParsableArguments {
     var authKey: String?
     @Option(name: .customLong("auth-public-key"), help: ArgumentHelp("Or the public key (PEM) that verifies them.", valueName: "pub.pem"))
     var authPublicKey: String?
-    @Option(name: .customLong("client-ca"), help: ArgumentHelp("Certificate authentication instead of provider tokens: clients must present a TLS certificate issued by a CA in this PEM file; authorization headers are ignored.", valueName: "ca.pem"))
+    @Option(name: .customLong("token-key"), help: ArgumentHelp("A team's provider-token key, for several teams and apps on one port (repeatable): tokens whose kid is KEY must carry TEAM as iss and verify with the key in the file (a .p8 private key or a PEM public key; the path must not contain ':'); with bundle ids, its tokens may send only to those apps (any other topic: 400 TopicDisallowed), without, to any topic.", valueName: "TEAM:KEY:path.pem[:bundle[,bundle…]]"))
+    var tokenKeys: [String] = []
+    @Option(name: .customLong("client-ca"), help: ArgumentHelp("Certificate authentication: clients present a TLS certificate issued by a CA in this PEM file, and their authorization headers are ignored. Alone, every connection must present one; with --token-key, a connection presents a certificate or sends provider tokens.", valueName: "ca.pem"))
     var clientCA: String?
+    @Option(name: .customLong("client-ca-bundle"), help: ArgumentHelp("An app (bundle id) the --client-ca certificates may send to (repeatable); any other topic on a certificate connection: 400 TopicDisallowed. Without it, any topic.", valueName: "bundle"))
+    var clientCABundles: [String] = []
     @Option(name: .customLong("bundle-id"), help: "apns-topic must be this bundle id plus the push type's suffix (another app's topic: TopicDisallowed; wrong suffix: BadTopic).")
     var bundleId: String?
     @Option(name: .customLong("jwt-max-age"), parsing: .unconditional, help: ArgumentHelp("Provider tokens whose iat is older than this many seconds get 403 ExpiredProviderToken.", valueName: "seconds"))
@@ -120,12 +129,28 @@ struct SimAuthOptions: ParsableArguments {
     var tokenUpdateInterval = "1200"
 
     func authentication() throws -> SimulatorAuthentication {
-        if let clientCA {
-            if teamId != nil || keyId != nil || authKey != nil || authPublicKey != nil {
-                throw SimCommandError("--client-ca (certificate authentication) excludes --team-id, --key-id, --auth-key and --auth-public-key")
-            }
-            return .clientCertificate(caPEMPath: clientCA)
+        let singleKeyFlags = teamId != nil || keyId != nil || authKey != nil || authPublicKey != nil
+        if clientCA == nil && !clientCABundles.isEmpty { throw SimCommandError("--client-ca-bundle needs --client-ca") }
+        if clientCA != nil && singleKeyFlags {
+            throw SimCommandError("--client-ca (certificate authentication) excludes --team-id, --key-id, --auth-key and --auth-public-key: give the key as --token-key TEAM:KEY:path to combine them")
         }
+        var keys = try tokenKeys.map(Self.tokenKey)
+        if singleKeyFlags || (keys.isEmpty && clientCA == nil) { keys.insert(try singleKey(), at: 0) }
+        var seen = Set<String>()
+        for key in keys where !seen.insert(key.keyId).inserted {
+            throw SimCommandError("--token-key: key id \(key.keyId) is given twice (a token's kid must name one key)")
+        }
+        let bundles = try clientCABundles.map { try Self.bundleId("--client-ca-bundle", $0) }
+        // The single-credential forms stay what they were.
+        if let clientCA, keys.isEmpty, bundles.isEmpty { return .clientCertificate(caPEMPath: clientCA) }
+        if clientCA == nil, tokenKeys.isEmpty, let key = keys.first {
+            return .providerToken(teamId: key.teamId, keyId: key.keyId, publicKeyPEM: key.publicKeyPEM)
+        }
+        return .credentials(tokenKeys: keys, clientCertificates: clientCA.map { SimulatorClientCertificates(caPEMPath: $0, bundleIds: bundles) })
+    }
+
+    /// The key of --team-id, --key-id and --auth-key or --auth-public-key: any topic.
+    private func singleKey() throws -> SimulatorTokenKey {
         guard let teamId, let keyId else { throw SimCommandError("give --team-id and --key-id (or --client-ca for certificate authentication)") }
         let publicPEM: String
         switch (authKey, authPublicKey) {
@@ -136,7 +161,38 @@ struct SimAuthOptions: ParsableArguments {
         default:
             throw SimCommandError("give exactly one of --auth-key or --auth-public-key")
         }
-        return .providerToken(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
+        return SimulatorTokenKey(teamId: teamId, keyId: keyId, publicKeyPEM: publicPEM)
+    }
+
+    /// `TEAM:KEY:path.pem[:bundle[,bundle…]]`. Messages name the flag and the team and key, never
+    /// the file's content.
+    static func tokenKey(_ spec: String) throws -> SimulatorTokenKey {
+        let syntax = "--token-key must be TEAM:KEY:path.pem[:bundle[,bundle…]], not \"\(spec)\""
+        let parts = spec.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard (3...4).contains(parts.count), !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty else { throw SimCommandError(syntax) }
+        let (team, key, path) = (parts[0], parts[1], parts[2])
+        guard team.allSatisfy({ $0.isLetter || $0.isNumber }), key.allSatisfy({ $0.isLetter || $0.isNumber }) else {
+            throw SimCommandError("--token-key \(spec): the team id and the key id are letters and digits")
+        }
+        var bundles: [String] = []
+        if parts.count == 4 {
+            bundles = try parts[3].split(separator: ",", omittingEmptySubsequences: false).map { try bundleId("--token-key \(team):\(key)", String($0)) }
+        }
+        let publicPEM: String
+        do {
+            publicPEM = try SimulatorCredentials.publicKeyPEM(fromKeyPEM: try SimFlag.readFile("--token-key \(team):\(key)", path))
+        } catch is SimulatorError {
+            // Its text names only the parse step; this one says what to give instead.
+            throw SimCommandError("--token-key \(team):\(key): \(path) is neither a .p8 private key nor a P-256 public key PEM")
+        }
+        return SimulatorTokenKey(teamId: team, keyId: key, publicKeyPEM: publicPEM, bundleIds: bundles)
+    }
+
+    static func bundleId(_ flag: String, _ text: String) throws -> String {
+        guard !text.isEmpty, !text.contains(where: { $0.isWhitespace || $0 == ":" || $0 == "," }) else {
+            throw SimCommandError("\(flag): \"\(text)\" is not a bundle id")
+        }
+        return text
     }
 }
 

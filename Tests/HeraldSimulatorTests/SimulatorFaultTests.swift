@@ -130,7 +130,7 @@ import Testing
         let faults = SimulatorFaults(seed: 3, latencyMs: 5, latencyJitterMs: 10)
         let policy = ConnectionPolicy(behavior: try APNsBehavior(configuration: SimulatorConfiguration(teamId: "T", keyId: "K",
                                       publicKeyPEM: TestKey().publicKeyPEM)), log: try SimulatorRequestLog(), faults: faults,
-                                      maxConcurrentStreams: 10, startsWithOneStream: true)
+                                      maxConcurrentStreams: 10, acceptsProviderTokens: true)
         let delays = (1...200).map { policy.latency(connection: 1, stream: 2 * $0 + 1) }
         #expect(delays.allSatisfy { (5...15).contains($0) })
         #expect(Set(delays).count > 5, "jitter varies")

@@ -34,10 +34,10 @@ import Testing
             configure(&config)
             log = try SimulatorRequestLog()
             let policy = ConnectionPolicy(behavior: try APNsBehavior(configuration: config), log: log, faults: config.faults,
-                                          maxConcurrentStreams: config.maxConcurrentStreams, startsWithOneStream: !certificateMode)
+                                          maxConcurrentStreams: config.maxConcurrentStreams, acceptsProviderTokens: !certificateMode)
             try client.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
             try client.pipeline.syncOperations.addHandler(recorder)
-            try server.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: policy.connectionConfiguration,
+            try server.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: policy.connectionConfiguration(startsWithOneStream: !certificateMode),
                                                                           streamConfiguration: policy.streamConfiguration))
             try server.pipeline.syncOperations.addHandler(APNsConnectionHandler(policy: policy, connection: SimulatorConnection(id: 1)))
             let address = try SocketAddress(ipAddress: "127.0.0.1", port: 443)

@@ -57,7 +57,9 @@ import Testing
         let objects = try lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
         let gone = objects[1]
         #expect(Set(gone.keys) == ["time_ms", "connection", "stream", "method", "path", "token", "headers", "jwt_kid", "jwt_iss",
-                                   "jwt_iat", "body", "status", "reason", "timestamp", "apns_id", "apns_unique_id", "outcome", "fault"])
+                                   "jwt_iat", "auth", "client_cn", "topic", "body", "status", "reason", "timestamp", "apns_id",
+                                   "apns_unique_id", "outcome", "fault"])
+        #expect(gone["topic"] as? String == "com.example.app", "the topic sent, when no verdict named one")
         #expect(gone["status"] as? Int == 410 && gone["reason"] as? String == "Unregistered")
         #expect(gone["timestamp"] as? Int == 1_750_000_000_000)
         #expect(gone["connection"] as? Int == 1 && gone["stream"] as? Int == 3)
