@@ -107,7 +107,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "HeraldPipelineTests", dependencies: [
-            "HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldAudience", "HeraldReports", "HeraldTestSupport",
+            "HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldAudience", "HeraldReports", "HeraldPayload", "HeraldTestSupport",
         ]),
     ],
     swiftLanguageModes: [.v6]

@@ -25,9 +25,14 @@ and the difference (bench-out/instructions-experiment-MODE.json; profiles callgr
 - test-holdout: test_share 20 %, holdout 5 %, no winner: a fifth of the rows are sent, 5 % are held
   out, and the rest wait for the winner with both variants' payloads stored; the figure is per
   audience row read, beside the plain job's (where every row read is a push).
+INSTRUCTIONS_APPS=three (docs/many-apps.md) runs the plain job first, then the same audience with an
+`app` column sending for three apps (`apns.apps`): acme and acme-ipad under one team key (one pool),
+partner under another (a second pool), rows spread over them in turn; same build, same stand-in,
+and reports both and the difference (bench-out/instructions-apps-three.json; issue 44's budget: a
+three-app campaign within +5 % of the one-app job per push).
 Writes bench-out/instructions.json. Skips (exit 0, with a message) without valgrind or nginx-light.
 """
-import json, os, re, shutil, subprocess, sys
+import gzip, json, os, re, shutil, subprocess, sys
 
 import standin_bench as sb
 
@@ -43,6 +48,9 @@ VARIANT_B = sb.TEMPLATE.replace("Your weekly summary is ready", "Your weekly rou
     .replace("weekly-digest", "weekly-update")
 assert VARIANT_B != sb.TEMPLATE and len(VARIANT_B) == len(sb.TEMPLATE)
 EXPERIMENTS = {"two-variants": "", "test-holdout": "  test_share: 20%\n  holdout: 5%\n"}
+APPS = os.environ.get("INSTRUCTIONS_APPS", "")
+# Three apps over two team keys (the stand-in checks neither the JWT nor the topic).
+THREE_APPS = ["acme", "acme-ipad", "partner"]
 
 
 def as_background(job):
@@ -68,6 +76,28 @@ def as_experiment(job, shape):
     block = "experiment:\n" + EXPERIMENTS[shape] + "  variants:\n" + variant("a", sb.TEMPLATE) + variant("b", VARIANT_B)
     text = text.replace(sb.TEMPLATE, "")
     text = text.replace("throttle:", block + "throttle:", 1)
+    with open(job, "w") as f:
+        f.write(text)
+
+
+def as_three_apps(job, rows):
+    """The job for three apps (see the usage), its audience the plain one's with an `app` column."""
+    with open(job) as f:
+        text = f.read()
+    plain = re.search(r"files: \[([^\]]+)\]", text).group(1)
+    audience = plain.replace(".csv.gz", ".apps.csv.gz")
+    with gzip.open(plain, "rt") as src, gzip.open(audience, "wt") as dst:
+        for i, line in enumerate(src):
+            line = line.rstrip("\n")
+            dst.write(line + (",app" if i == 0 else "," + THREE_APPS[i % 3]) + "\n")
+    auth = re.search(r"  auth: \{ team_id: (\w+), key_id: (\w+), key_file: ([^ ]+) \}\n", text)
+    team, key, key_file = auth.groups()
+    apps = (f"  apps:\n"
+            f"    - {{ name: acme, topic: {sb.TOPIC}, auth: {{ team_id: {team}, key_id: {key}, key_file: {key_file} }} }}\n"
+            f"    - {{ name: acme-ipad, topic: {sb.TOPIC}.ipad, auth: {{ team_id: {team}, key_id: {key}, key_file: {key_file} }} }}\n"
+            f"    - {{ name: partner, topic: com.partner.app, auth: {{ team_id: TEAM654321, key_id: KEY6543210, key_file: {key_file} }} }}\n")
+    text = text.replace(f"  topic: {sb.TOPIC}\n", "").replace(auth.group(0), apps)
+    text = text.replace(f"files: [{plain}]", f"files: [{audience}], app_field: app")
     with open(job, "w") as f:
         f.write(text)
 
@@ -102,6 +132,10 @@ def main():
         sys.exit(f"instructions: {herald} not found (swift build -c release --product herald)")
     if EXPERIMENT and EXPERIMENT not in EXPERIMENTS:
         sys.exit(f"instructions: INSTRUCTIONS_EXPERIMENT={EXPERIMENT}: expected one of {', '.join(EXPERIMENTS)}")
+    if APPS and APPS != "three":
+        sys.exit(f"instructions: INSTRUCTIONS_APPS={APPS}: expected three")
+    if APPS and (EXPERIMENT or PUSH != "alert"):
+        sys.exit("instructions: INSTRUCTIONS_APPS goes with plain alert pushes only")
     if EXPERIMENT and PUSH != "alert":
         sys.exit("instructions: INSTRUCTIONS_EXPERIMENT goes with alert pushes only (unset INSTRUCTIONS_PUSH)")
     work = os.path.join(sb.OUT, "instructions")
@@ -112,7 +146,7 @@ def main():
     subprocess.run(["strip", "-g", "-o", stripped, herald], check=True)
     subprocess.run([os.path.join(sb.STANDIN, "gen_certs.sh")], check=True, capture_output=True)
     # An experiment is measured beside the plain job, same build, same stand-in, back to back.
-    shapes = ["plain", EXPERIMENT] if EXPERIMENT else ["plain"]
+    shapes = ["plain", EXPERIMENT] if EXPERIMENT else ["plain", "three-apps"] if APPS else ["plain"]
     si = sb.StandIn(sb.free_port())
     si.stop()
     si.start()
@@ -127,7 +161,9 @@ def main():
                 job = sb.write_job(name, audience, si, 1, 200)
                 if PUSH == "background":
                     as_background(job)
-                if shape != "plain":
+                if shape == "three-apps":
+                    as_three_apps(job, rows)
+                elif shape != "plain":
                     as_experiment(job, shape)
                 profile = f"callgrind.{rows}.out" if shape == "plain" else f"callgrind.{shape}.{rows}.out"
                 counts[rows] = count(stripped, job, name, os.path.join(work, profile))
@@ -147,7 +183,14 @@ def main():
         if shape == "test-holdout":
             # Not every row read is a push here: the figure is per row read.
             figures[shape]["instructions_per_row_read"] = figures[shape].pop("instructions_per_push")
-    if EXPERIMENT:
+    if APPS:
+        base = figures["plain"]["instructions_per_push"]
+        apps = figures["three-apps"]
+        apps["difference_percent"] = round(100 * (apps["instructions_per_push"] - base) / base, 2)
+        name = "instructions-apps-three.json"
+        summary = (f"instructions: three apps {apps['instructions_per_push']:,} per push against the one-app job's {base:,}: "
+                   f"{apps['difference_percent']:+.2f} %")
+    elif EXPERIMENT:
         base = figures["plain"]["instructions_per_push"]
         exp = figures[EXPERIMENT]
         key = "instructions_per_row_read" if EXPERIMENT == "test-holdout" else "instructions_per_push"

@@ -68,6 +68,8 @@ public enum InvalidRowReason: String, Sendable, CaseIterable {
     case missingChannelId = "missing_channel_id"
     /// A broadcast audience row whose channel id is not base64 as APNs returns it.
     case invalidChannelId = "invalid_channel_id"
+    /// A row whose `audience.app_field` names no app of `apns.apps`.
+    case unknownApp = "unknown_app"
 }
 
 /// An audience row that could not be used, with the place and a message for the operator.

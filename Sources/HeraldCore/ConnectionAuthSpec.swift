@@ -1,7 +1,7 @@
 /// `apns.certificate`: TLS client-certificate authentication, the alternative to `apns.auth`
 /// (Apple: "a certificate-based connection"; requests then carry no `authorization`).
 /// Paths are resolved; the password is named by an environment variable, never held here.
-public enum CertificateAuthSpec: Sendable, Equatable {
+public enum CertificateAuthSpec: Sendable, Hashable {
     /// A PKCS#12 bundle (`p12_file`), as Keychain Access exports Apple's push certificate.
     case p12(path: String, passwordEnv: String?)
     /// A PEM certificate (`cert_file`, optionally followed by its chain) and its PEM private key

@@ -66,6 +66,10 @@ public struct AudienceSpec: Sendable {
     /// `audience.channel_field`: a broadcast campaign whose rows name channels (a channel id in
     /// this field) instead of device tokens; `tokenField` is then unused.
     public var channelField: String?
+    /// `audience.app_field`: which of `apns.apps` a row's recipient uses (required with more than one).
+    public var appField: String?
+    /// `audience.environment_field`: `production` or `sandbox` per row; nil: `apns.endpoint`'s.
+    public var environmentField: String?
     public init(files: [AudienceFile], format: AudienceFormat = .auto, tokenField: String = "token",
                 localeField: String? = nil, idField: String? = nil, delimiter: UInt8 = UInt8(ascii: ","),
                 registeredAtField: String? = nil, prescan: Bool = true, maxInvalidRows: InvalidRowLimit = .default) {
@@ -147,6 +151,15 @@ public struct APNsSpec: Sendable {
     /// `apns.channels_endpoint`: where broadcast channels are managed, for a custom `endpoint`
     /// (`herald sim --management-port`); nil: Apple's host for `endpoint`.
     public var channelsEndpoint: String?
+    /// `apns.apps`: the apps a campaign sends for, each with its topic and credentials (AppSpec.swift);
+    /// empty: the job's own `topic` with `auth` or `certificate` (`appList` has it either way).
+    public var apps: [AppSpec] = []
+    /// `apns.endpoints`: where each environment's pushes go instead of Apple's host (a relay, or
+    /// `herald sim` in a rehearsal); `endpoint` still says which environment rows default to.
+    public var endpoints: [APNsEnvironment: String] = [:]
+    /// `apns.environment_fallback`: a token one environment answers 400 BadDeviceToken is tried
+    /// once in the other, and the environment that took it is remembered for the next campaign.
+    public var environmentFallback = false
     /// `apns.connections` and `apns.streams_per_connection` when the job leaves them out: declared
     /// here once, for the loader and for code that builds a spec itself.
     public static let defaultConnections = 1
@@ -237,6 +250,9 @@ public struct BroadcastSpec: Sendable, Equatable {
 extension JobSpec {
     /// A broadcast campaign: its recipients are channels, not device tokens.
     public var isBroadcast: Bool { push.broadcast != nil }
+    /// Rows carry an app and an environment of their own (`apns.apps`, `audience.environment_field`):
+    /// state, reports and events then say which (docs/many-apps.md).
+    public var isRouted: Bool { !apns.apps.isEmpty || audience.environmentField != nil }
 }
 
 public enum SilentOverBudget: String, Sendable, CaseIterable { case skip, `defer` }

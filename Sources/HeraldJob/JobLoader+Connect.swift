@@ -23,10 +23,10 @@ extension Context {
         case (nil, let cf?, let kf?):
             return .pem(certificatePath: try existing(cf, key: "cert_file", in: c),
                         keyPath: try existing(kf, key: "key_file", in: c), passwordEnv: passwordEnv)
-        case (nil, _?, nil): throw JobError(file: file, line: c.line, "apns.certificate.cert_file needs key_file (the PEM private key)")
-        case (nil, nil, _?): throw JobError(file: file, line: c.line, "apns.certificate.key_file needs cert_file (the PEM certificate)")
-        case (nil, nil, nil): throw JobError(file: file, line: c.line, "apns.certificate needs p12_file, or cert_file and key_file")
-        default: throw JobError(file: file, line: c.line, "apns.certificate takes p12_file or cert_file + key_file, not both")
+        case (nil, _?, nil): throw JobError(file: file, line: c.line, "\(c.path).cert_file needs key_file (the PEM private key)")
+        case (nil, nil, _?): throw JobError(file: file, line: c.line, "\(c.path).key_file needs cert_file (the PEM certificate)")
+        case (nil, nil, nil): throw JobError(file: file, line: c.line, "\(c.path) needs p12_file, or cert_file and key_file")
+        default: throw JobError(file: file, line: c.line, "\(c.path) takes p12_file or cert_file + key_file, not both")
         }
     }
 

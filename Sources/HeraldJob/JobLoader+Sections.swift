@@ -4,7 +4,8 @@ import Yams
 
 extension Context {
     static let audienceKeys = ["files", "format", "token_field", "locale_field", "id_field", "delimiter", "prescan", "max_invalid_rows",
-                               "allow_empty", "registered_at_field", "timezone_field", "channel_field"]
+                               "allow_empty", "registered_at_field", "timezone_field", "channel_field", "app_field",
+                               "environment_field"]
 
     func parseAudience(_ m: inout YAMLMapping) throws(JobError) -> AudienceSpec {
         try m.rejectUnknown(known: Self.audienceKeys)
@@ -44,12 +45,18 @@ extension Context {
         }
         spec.timezoneField = try m.string("timezone_field")
         spec.channelField = try m.string("channel_field")
+        spec.appField = try m.string("app_field")
+        spec.environmentField = try m.string("environment_field")
         if spec.channelField != nil && m.has("token_field") {
             throw m.error("token_field", "and audience.channel_field are alternatives: a row names a device token or a broadcast channel")
         }
         try m.finish(known: Self.audienceKeys)
         return spec
     }
+
+    static let apnsKeys = ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
+                           "connect_timeout", "request_timeout", "idle_timeout", "ping_interval", "ping_timeout", "libcurl_shims", "engine",
+                           "channels_endpoint", "apps", "endpoints", "environment_fallback"]
 
     func parseAPNs(_ m: inout YAMLMapping, overrides: JobOverrides) throws(JobError) -> APNsSpec {
         let written = try m.string("endpoint")
@@ -70,40 +77,20 @@ extension Context {
         if let ca = caFile, !FileManager.default.isReadableFile(atPath: ca) {
             throw m.error("ca_file", "names a file that does not exist or cannot be read: \(ca)")
         }
-        let topic = try m.requiredString("topic")
+        let apps = try parseApps(&m, endpoint: endpoint)
+        let topic: String
         var auth: TokenAuthSpec?
-        if var a = try m.mapping("auth") {
-            let team = try a.requiredString("team_id")
-            let kid = try a.requiredString("key_id")
-            for (k, v) in [("team_id", team), ("key_id", kid)] where v.count != 10 || !v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
-                throw a.error(k, "must be Apple's 10-character identifier, not \"\(v)\"")
+        var certificate: CertificateAuthSpec?
+        if let first = apps.first {
+            for key in ["topic", "auth", "certificate"] where m.has(key) {
+                throw m.error(key, "and apns.apps are alternatives: with apps, each app has its own topic and credentials")
             }
-            let keyFile = try a.string("key_file")
-            let keyEnv = try a.string("key_env")
-            let source: KeySource
-            switch (keyFile, keyEnv) {
-            case (let f?, nil):
-                let path = resolve(f)
-                guard FileManager.default.fileExists(atPath: path) else {
-                    throw a.error("key_file", "names a key file that does not exist: \(f) (looked for \(path))")
-                }
-                source = .file(path)
-            case (nil, let e?): source = .environment(e)
-            case (nil, nil): throw JobError(file: file, line: a.line, "apns.auth needs key_file or key_env")
-            default: throw JobError(file: file, line: a.line, "apns.auth takes key_file or key_env, not both")
-            }
-            try a.finish(known: ["team_id", "key_id", "key_file", "key_env"])
-            auth = TokenAuthSpec(teamId: team, keyId: kid, key: source)
+            topic = first.topic
+        } else {
+            topic = try m.requiredString("topic")
+            (auth, certificate) = try parseCredentials(&m, endpoint: endpoint)
         }
-        let certificate = try parseCertificate(&m)
         let proxy = try parseProxy(&m)
-        if certificate != nil && auth != nil { throw m.error("certificate", "and apns.auth are alternatives: give one (a certificate, or a .p8 key)") }
-        if certificate != nil && endpoint == .simulator {
-            throw m.error("certificate", "needs a real endpoint: the in-process simulator uses token auth (rehearse certificates with `herald sim --client-ca` and endpoint: https://127.0.0.1:PORT)")
-        }
-        if auth == nil && certificate == nil && endpoint != .simulator {
-            throw JobError(file: file, line: m.line, "apns.auth (or apns.certificate) is required for endpoint \(endpoint.name)")
-        }
         var rules = SimulatorRules()
         if var sm = try m.mapping("simulator") {
             guard endpoint == .simulator else { throw m.error("simulator", "applies only with endpoint: simulator") }
@@ -126,9 +113,9 @@ extension Context {
             }
             channelsEndpoint = text.hasSuffix("/") ? String(text.dropLast()) : text
         }
-        try m.finish(known: ["endpoint", "ca_file", "topic", "auth", "certificate", "connections", "streams_per_connection", "proxy", "simulator",
-                             "connect_timeout", "request_timeout", "idle_timeout", "ping_interval", "ping_timeout", "libcurl_shims", "engine",
-                             "channels_endpoint"])
+        let endpoints = try parseEndpoints(&m, endpoint: endpoint)
+        let fallback = try m.bool("environment_fallback") ?? false
+        try m.finish(known: Self.apnsKeys)
         var spec = APNsSpec(endpoint: endpoint, caFile: caFile, topic: topic, auth: auth, connections: connections, streamsPerConnection: streams)
         spec.simulator = rules
         spec.connectTimeout = timeouts["connect_timeout"] ?? spec.connectTimeout
@@ -139,6 +126,9 @@ extension Context {
         spec.certificate = certificate
         spec.proxy = proxy
         spec.channelsEndpoint = channelsEndpoint
+        spec.apps = apps
+        spec.endpoints = endpoints
+        spec.environmentFallback = fallback
         return spec
     }
 

@@ -118,7 +118,13 @@ struct Context {
         if push.broadcast != nil, let e = try top.mapping("experiment") {
             throw JobError(file: file, line: e.line, "experiment does not apply to a broadcast: every subscriber of a channel gets the same push")
         }
-        if case .failure(let problem) = push.type.topic(for: apns.topic) { throw apnsMap.error("topic", problem.description) }
+        if apns.apps.isEmpty, case .failure(let problem) = push.type.topic(for: apns.topic) { throw apnsMap.error("topic", problem.description) }
+        for (i, app) in apns.apps.enumerated() {
+            if case .failure(let problem) = push.type.topic(for: app.topic) {
+                throw JobError(file: file, line: app.line, "apns.apps[\(i)].topic \(problem.description)")
+            }
+        }
+        try checkApps(apns, audience: parsedAudience, audienceMap: audienceMap, apnsMap: apnsMap, broadcast: push.broadcast != nil)
         var throttle = ThrottleSpec()
         let throttleMap = try top.mapping("throttle")
         if var t = throttleMap { throttle = try parseThrottle(&t) }

@@ -30,6 +30,8 @@ public enum DeliveryEvent {
             .init("channel_id", e.broadcast ? .string(e.token) : .null),
             .init("variant", e.variant.map(JSONValue.string) ?? .null),
             .init("rollout", e.rollout.map(JSONValue.bool) ?? .null),
+            .init("app", e.app.map(JSONValue.string) ?? .null),
+            .init("environment", e.environment.map(JSONValue.string) ?? .null),
         ]
         JSONValue.object(members).write(to: &out)
         out.append(UInt8(ascii: "\n"))

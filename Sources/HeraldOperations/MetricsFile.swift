@@ -90,6 +90,17 @@ struct RunMetrics {
             for (reason, n) in summary.byReason.sorted(by: { $0.key < $1.key }) {
                 out.sample("herald_recipients_by_reason", [("reason", reason)], Double(n))
             }
+            if let apps = summary.apps {
+                // Its own family: `app` and `environment` labels on herald_recipients would make a
+                // sum over it count every recipient twice.
+                out.header("herald_app_recipients", "gauge", "Recipients by app, APNs environment and report status (as summary.json apps).")
+                for a in apps {
+                    for status in RecipientStatus.allCases {
+                        out.sample("herald_app_recipients", [("app", a.app), ("environment", a.environment), ("status", status.rawValue)],
+                                   Double(a.counts[status] ?? 0))
+                    }
+                }
+            }
             out.header("herald_audience_rows", "gauge", "Audience rows by kind (as summary.json counts).")
             for (kind, n) in [("rows", summary.rows), ("valid", summary.valid), ("invalid", summary.invalid),
                               ("duplicates", summary.duplicates), ("distinct", summary.distinct)] {

@@ -25,6 +25,8 @@ public struct AudienceScan {
     public let depth: Depth
     /// A broadcast campaign: its rows name channels.
     public let broadcast: Bool
+    /// The job's apps, when rows are routed (`AudienceScanResult.apps`).
+    private let apps: [AudienceScanResult.App]
     private let renderer: RecipientRenderer?
     /// `push.broadcast.channels`: the rows a broadcast job lists instead of an audience file.
     private let listed: [AudienceRecord]
@@ -36,12 +38,18 @@ public struct AudienceScan {
         self.depth = depth
         listed = ListedChannels.records(of: spec)
         broadcast = spec.isBroadcast
+        apps = spec.isRouted && depth == .full ? spec.apns.appList.map { app in
+            AudienceScanResult.App(name: app.name, topic: app.topic, endpoints: Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map {
+                ($0, spec.apns.baseURL(for: $0) ?? "the in-process simulator")
+            }))
+        } : []
         if depth == .full {
             renderer = try CampaignRunner.wrap(.preparing) { () throws(PayloadTemplateError) in
                 var r = RecipientRenderer(payload: try PayloadRenderer(push: spec.push, section: spec.templateSection), headers: try HeaderRenderer(job: spec),
                                           localeField: spec.audience.localeField, registeredAtField: spec.audience.registeredAtField,
                                           dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: Date(), runStarted: Date()) })
-                // Each row is checked as the run would render it: with its own variant, or with every one.
+                // Each row is checked as the run would render it: for its app, with its own variant, or with every one.
+                if spec.isRouted { r.routing = AppRouting(job: spec) }
                 if let e = spec.experiment {
                     r.experiment = try ExperimentRenderers(job: spec, experiment: e, campaign: CampaignName(spec.campaign).resolved(at: Date()))
                 }
@@ -63,6 +71,7 @@ public struct AudienceScan {
         let started = ContinuousClock.now
         var result = AudienceScanResult(limit: audience.maxInvalidRows, depth: depth)
         result.broadcast = broadcast
+        result.apps = apps
         let tokens = depth == .full ? DistinctTokenCounter() : nil
         let totalBytes = Self.totalBytes(audience.files)
         var bytesBefore = 0
@@ -87,7 +96,13 @@ public struct AudienceScan {
             result.files.append(counts)
         }
         for record in listed { _ = try count(.record(record), into: &result, tokens: tokens) }
-        if let tokens { result.distinct = try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.count() } }
+        if let tokens {
+            let byApp = try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.countByApp() }
+            result.distinct = byApp.values.reduce(0, +)
+            if !result.apps.isEmpty {
+                for i in result.apps.indices { result.apps[i].distinct = byApp[UInt16(i)] ?? 0 }
+            }
+        }
         result.seconds = Self.seconds(ContinuousClock.now - started)
         progress(AudienceScanProgress(rows: result.rows, bytesRead: bytesBefore, totalBytes: totalBytes))
         return result
@@ -102,11 +117,18 @@ public struct AudienceScan {
             result.countInvalid(row)
             return false
         case .record(let record):
-            if case .invalid(let row)? = renderer?.render(record) {
+            var app: UInt16 = 0
+            switch renderer?.render(record) {
+            case .invalid(let row)?:
                 result.countInvalid(row)
                 return false
+            case .recipient(_, _, _, _, _, let route)?:
+                app = route.app
+                if !result.apps.isEmpty { result.apps[Int(app)].rows[route.environment, default: 0] += 1 }
+            case nil:
+                break
             }
-            if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token) } }
+            if let tokens { try CampaignRunner.wrap(.preparing) { () throws(ScratchFileError) in try tokens.insert(record.token, app: app) } }
             result.valid += 1
             return true
         }
@@ -168,6 +190,20 @@ public struct AudienceScanResult: Sendable {
     public internal(set) var seconds = 0.0
     /// The rows name broadcast channels, not device tokens.
     public internal(set) var broadcast = false
+    /// One app's figures (`apns.apps`, `audience.environment_field`).
+    public struct App: Sendable, Equatable {
+        /// "" for a job without `apns.apps`.
+        public let name: String
+        public let topic: String
+        /// Distinct tokens among its valid rows.
+        public internal(set) var distinct = 0
+        /// Valid rows per environment.
+        public internal(set) var rows: [APNsEnvironment: Int] = [:]
+        /// Where each environment's pushes go (Apple's host, `apns.endpoints`, or the simulator).
+        public let endpoints: [APNsEnvironment: String]
+    }
+    /// Per app, in the job's order; empty for a job that sends for one app to one environment.
+    public internal(set) var apps: [App] = []
     public let limit: InvalidRowLimit
     public let depth: AudienceScan.Depth
 

@@ -89,11 +89,14 @@ extension CampaignRunner {
             switch renderer.render(record) {
             case .invalid(let row):
                 batch.invalid.append(row)
-            case .recipient(let payload, let headers, let registeredAt, let due, let arm):
-                batch.recipients.append(IngestBatch.Recipient(
+            case .recipient(let payload, let headers, let registeredAt, let due, let arm, let route):
+                var r = IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
                     apnsId: apnsIds.id(for: record.token), headers: headers,
-                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt, arm: arm))
+                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt, arm: arm)
+                r.app = route.app
+                r.environment = UInt8(route.environment.rawValue)
+                batch.recipients.append(r)
             }
         }
     }

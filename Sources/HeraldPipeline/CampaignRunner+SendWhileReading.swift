@@ -26,10 +26,13 @@ final class SendWhileReading: Sendable {
     private let sendingEnded = Atomic<Bool>(false)
     private let done = DispatchSemaphore(value: 0)
     private let limit: InvalidRowLimit
-    private let suppression: SuppressionLookup?
+    private let suppression: SuppressionLists?
+    /// `apns.environment_fallback`: where tokens were last accepted, applied to each batch first.
+    private let environments: EnvironmentMemory?
     private let progress: RunProgress?
 
-    init(rows: Int, invalid: Int, limit: InvalidRowLimit, suppression: SuppressionLookup?, progress: RunProgress?) {
+    init(rows: Int, invalid: Int, limit: InvalidRowLimit, suppression: SuppressionLists?, environments: EnvironmentMemory?, progress: RunProgress?) {
+        self.environments = environments
         tally = Mutex(Tally(rows: rows, invalid: invalid))
         self.limit = limit
         self.suppression = suppression
@@ -46,7 +49,14 @@ final class SendWhileReading: Sendable {
     /// Throws exit 5 as soon as `max_invalid_rows` is passed (see `InvalidRowLimit.isExceededSoFar`).
     func record(_ batch: IngestBatch, state: RunState) throws(RunFailure) {
         let recorded = try CampaignRunner.wrap(.preparing) { () throws(StateError) in
-            let suppressed = try suppression?.verdict(batch.recipients.map { ($0.token.hex, $0.registeredAt) }).suppressed ?? [:]
+            var batch = batch
+            if let environments {
+                let moves = try environments.moves(batch.recipients.map { (app: $0.app, token: $0.token.hex, environment: Int($0.environment)) })
+                for m in moves { batch.recipients[m.index].environment = UInt8(m.environment.rawValue) }
+            }
+            let suppressed = try suppression?.verdict(batch.recipients.map {
+                (key: SuppressedKey(app: $0.app, token: $0.token.hex), environment: Int($0.environment), registeredAt: $0.registeredAt)
+            }).suppressed ?? [:]
             return try state.ingestWhileSending(batch, suppressed: suppressed)
         }
         progress?.addSendWork(recorded.recipients - recorded.suppressed)
@@ -88,18 +98,18 @@ extension CampaignRunner {
     /// Recipients recorded by an earlier invocation and not yet attempted go through the
     /// suppression list first, as the reading-first path does once before its first push.
     func sendWhileReading(state: RunState, run: RunInfo, renderer: RecipientRenderer, apnsIdSeed: String,
-                          headers: HeaderRenderer, credentials: DeliveryTarget.Credentials) throws(RunFailure) -> SendResult {
-        let topic = headers.shared.topic
+                          headers: HeaderRenderer, routing: AppRouting, credentials: DeliveryTarget.Credentials) throws(RunFailure) -> SendResult {
         let adopted = try Self.wrap(.preparing) { () throws(StateError) in try state.prepareSendWhileReading() }
         if adopted.recipients + adopted.duplicates > 0 {
             logger.info("\(adopted.recipients) recipient(s) and \(adopted.duplicates) duplicate(s) taken over from rows an earlier run read first")
         }
         // Apple's 410s name dead device tokens; a broadcast's channels are never on that list.
-        let suppression = spec.isBroadcast ? nil : try suppressionLookup(topic: topic)
-        try suppressUnattempted(state: state, lookup: suppression)
+        let suppression = spec.isBroadcast ? nil : try suppressionLists(routing: routing)
+        if !spec.isBroadcast { try applyRememberedEnvironments(state: state, routing: routing) }
+        try suppressUnattempted(state: state, lists: suppression)
         let invalid = try Self.wrap(.preparing) { () throws(StateError) in try state.invalidRowCount() }
         let reading = SendWhileReading(rows: run.rows, invalid: invalid, limit: spec.audience.maxInvalidRows,
-                                       suppression: suppression, progress: operations.progress)
+                                       suppression: suppression, environments: try environmentMemory(routing: routing), progress: operations.progress)
         logger.notice("sending while reading the audience (audience.prescan: false)")
         let reader = ReaderSide(runner: self)
         reading.start { () throws(RunFailure) in
@@ -109,7 +119,7 @@ extension CampaignRunner {
         }
         let result: SendResult
         do throws(RunFailure) {
-            result = try deliver(state: state, headers: headers, credentials: credentials, reading: reading)
+            result = try deliver(state: state, headers: headers, routing: routing, credentials: credentials, reading: reading)
         } catch {
             _ = reading.endSending()
             throw error

@@ -16,20 +16,25 @@ import HeraldState
 extension CampaignRunner {
     static let suppressionPage = 2_000
 
-    var suppressionScope: (String) -> SharedStore.SuppressionScope {
-        { topic in SharedStore.SuppressionScope(environment: self.spec.apns.endpoint.name, topic: topic) }
+    /// The list of one app's topic in one environment. The environment is named as the job's
+    /// `endpoint` names it for the default one (as every list before `apns.apps` was), or by the
+    /// URL `apns.endpoints` sends it to: a rehearsal never feeds or reads Apple's lists.
+    func suppressionScope(app: AppSpec, environment: APNsEnvironment) -> SharedStore.SuppressionScope {
+        let topic = (try? spec.push.type.topic(for: app.topic).get()) ?? app.topic
+        let name = spec.apns.endpoints[environment] ?? (environment == spec.apns.defaultEnvironment ? spec.apns.endpoint.name : environment.name)
+        return SharedStore.SuppressionScope(environment: name, topic: topic)
     }
 
-    func applySuppressionList(state: RunState, topic: String) throws(RunFailure) {
+    func applySuppressionList(state: RunState, routing: AppRouting) throws(RunFailure) {
         guard try !Self.wrap(.preparing, { () throws(StateError) in try state.suppressionChecked() }) else { return }
-        try suppressUnattempted(state: state, lookup: try suppressionLookup(topic: topic))
+        try suppressUnattempted(state: state, lists: try suppressionLists(routing: routing))
         try Self.wrap(.preparing) { () throws(StateError) in try state.markSuppressionChecked() }
     }
 
-    /// Marks `suppressed` every never-attempted pending recipient whose token is on the list (and
-    /// was not re-registered after its 410), a keyset page at a time.
-    func suppressUnattempted(state: RunState, lookup: SuppressionLookup?) throws(RunFailure) {
-        guard let lookup else { return }
+    /// Marks `suppressed` every never-attempted pending recipient whose token is on its app's and
+    /// environment's list (and was not re-registered after its 410), a keyset page at a time.
+    func suppressUnattempted(state: RunState, lists: SuppressionLists?) throws(RunFailure) {
+        guard let lists else { return }
         try Self.wrap(.preparing) { () throws(StateError) in
             var after: Int64 = 0
             var suppressed = 0, reRegistered = 0
@@ -37,8 +42,12 @@ extension CampaignRunner {
                 let page = try state.suppressionCandidates(after: after, limit: Self.suppressionPage)
                 guard let last = page.last else { break }
                 after = last.seq
-                let verdict = try lookup.verdict(page.map { ($0.token, $0.registeredAt) })
-                let hits = page.compactMap { c in verdict.suppressed[c.token].map { (seq: c.seq, invalidatedAt: $0) } }
+                let verdict = try lists.verdict(page.map {
+                    (key: SuppressedKey(app: UInt16(truncatingIfNeeded: $0.app), token: $0.token), environment: $0.environment, registeredAt: $0.registeredAt)
+                })
+                let hits = page.compactMap { c in
+                    verdict.suppressed[SuppressedKey(app: UInt16(truncatingIfNeeded: c.app), token: c.token)].map { (seq: c.seq, invalidatedAt: $0) }
+                }
                 try state.suppress(hits)
                 suppressed += hits.count
                 reRegistered += verdict.reRegistered
@@ -49,40 +58,64 @@ extension CampaignRunner {
         }
     }
 
-    /// The suppression list, when herald-shared.sqlite exists and has entries for this
-    /// environment and topic (nil: nothing to look up).
-    func suppressionLookup(topic: String) throws(RunFailure) -> SuppressionLookup? {
-        try Self.wrap(.preparing) { () throws(StateError) -> SuppressionLookup? in
+    /// The suppression lists of the job's apps and environments, when herald-shared.sqlite exists
+    /// and has entries for one of them (nil: nothing to look up).
+    func suppressionLists(routing: AppRouting) throws(RunFailure) -> SuppressionLists? {
+        try Self.wrap(.preparing) { () throws(StateError) -> SuppressionLists? in
             let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
             guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
             let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
-            let scope = suppressionScope(topic)
-            return try shared.suppressionCount(scope: scope) > 0 ? SuppressionLookup(shared: shared, scope: scope) : nil
+            var lists: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
+            for (app, number) in zip(routing.apps, routing.numbers) {
+                for environment in APNsEnvironment.allCases {
+                    let scope = suppressionScope(app: app, environment: environment)
+                    if try shared.suppressionCount(scope: scope) > 0 { lists[.init(app: number, environment: environment.rawValue)] = scope }
+                }
+            }
+            return lists.isEmpty ? nil : SuppressionLists(shared: shared, scopes: lists)
         }
     }
 
-    /// Adds this run's 410 tokens to the suppression list. Called at the end of every invocation
-    /// (also when the run is already finished), from the state file, so a token whose 410 was
-    /// recorded by an invocation killed before this point still reaches the list on the next one.
-    /// A failure here is logged, not fatal: the state file and reports still hold the 410s.
+    /// Adds this run's 410 tokens to the suppression lists of their apps and environments. Called
+    /// at the end of every invocation (also when the run is already finished), from the state
+    /// file, so a token whose 410 was recorded by an invocation killed before this point still
+    /// reaches the list on the next one. A failure here is logged, not fatal: the state file and
+    /// reports still hold the 410s. A recipient of an app the job no longer has keeps its 410 in
+    /// the state file and reports only.
     func recordInvalidatedTokens(state: RunState, run: RunInfo) {
         do {
             let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
-            let topic = (try? spec.push.type.topic(for: spec.apns.topic).get()) ?? spec.apns.topic
-            var batch: [SuppressedToken] = []
+            let apps = try state.apps()
+            let jobApps = spec.apns.appList
+            var scopes: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
+            for app in apps {
+                // A run from before apps were numbered has none: its one app is the job's.
+                guard let spec = apps.count == 0 ? jobApps.first : jobApps.first(where: { $0.name == app.name }) else { continue }
+                for environment in APNsEnvironment.allCases {
+                    scopes[.init(app: app.number, environment: environment.rawValue)] = suppressionScope(app: spec, environment: environment)
+                }
+            }
+            if apps.isEmpty, let only = jobApps.first {
+                for environment in APNsEnvironment.allCases {
+                    scopes[.init(app: 0, environment: environment.rawValue)] = suppressionScope(app: only, environment: environment)
+                }
+            }
+            var batches: [SuppressionLists.Route: [SuppressedToken]] = [:]
             var total = 0
-            func flush() throws(StateError) {
-                try shared.addSuppressions(batch, scope: suppressionScope(topic), campaign: run.campaign)
+            func flush(_ route: SuppressionLists.Route) throws(StateError) {
+                guard let batch = batches[route], !batch.isEmpty, let scope = scopes[route] else { batches[route] = nil; return }
+                try shared.addSuppressions(batch, scope: scope, campaign: run.campaign)
                 total += batch.count
-                batch.removeAll(keepingCapacity: true)
+                batches[route] = nil
             }
             // Streamed: a page of the state file's 410s at a time goes to the shared file (its own
             // short transaction, so parallel campaigns wait at most that long for it).
-            try state.forEachInvalidatedToken { token, at, reason in
-                batch.append(SuppressedToken(token: token, invalidatedAt: at, reason: reason))
-                if batch.count >= Self.suppressionPage { try flush() }
+            try state.forEachInvalidatedToken { token, at, reason, r in
+                let route = SuppressionLists.Route(app: UInt16(truncatingIfNeeded: r.app), environment: r.environment)
+                batches[route, default: []].append(SuppressedToken(token: token, invalidatedAt: at, reason: reason))
+                if batches[route]!.count >= Self.suppressionPage { try flush(route) }
             }
-            try flush()
+            for route in Array(batches.keys) { try flush(route) }
             if total > 0 { logger.info("suppression list: \(total) token(s) answered 410 recorded in \(shared.path)") }
         } catch {
             logger.warning("could not update the suppression list: \(error)")
@@ -90,23 +123,35 @@ extension CampaignRunner {
     }
 }
 
-/// The suppression list of one environment and topic, opened once for the run.
-struct SuppressionLookup: Sendable {
+/// The suppression lists of a run's apps and environments, opened once for the run.
+struct SuppressionLists: Sendable {
+    struct Route: Hashable, Sendable {
+        var app: UInt16
+        var environment: Int
+    }
     let shared: SharedStore
-    let scope: SharedStore.SuppressionScope
+    let scopes: [Route: SharedStore.SuppressionScope]
 
-    /// Of these (token, registered_at) pairs, the tokens that must not be sent (on the list, and
+    /// Of these rows, the tokens that must not be sent (on their app's and environment's list, and
     /// not re-registered after their 410), with the 410's timestamp; and how many listed tokens
     /// registered again since, and so are sent.
-    func verdict(_ rows: [(token: String, registeredAt: Int64?)]) throws(StateError) -> (suppressed: [String: Int64], reRegistered: Int) {
-        let listed = try shared.suppressions(for: rows.map(\.token), scope: scope)
-        guard !listed.isEmpty else { return ([:], 0) }
-        var suppressed: [String: Int64] = [:]
-        var reRegistered = 0
+    func verdict(_ rows: [(key: SuppressedKey, environment: Int, registeredAt: Int64?)]) throws(StateError)
+        -> (suppressed: [SuppressedKey: Int64], reRegistered: Int) {
+        var byRoute: [Route: [(key: SuppressedKey, registeredAt: Int64?)]] = [:]
         for row in rows {
-            guard let entry = listed[row.token] else { continue }
-            if let registered = row.registeredAt, registered > entry.invalidatedAt { reRegistered += 1; continue }
-            suppressed[row.token] = entry.invalidatedAt
+            let route = Route(app: row.key.app, environment: row.environment)
+            guard scopes[route] != nil else { continue }
+            byRoute[route, default: []].append((row.key, row.registeredAt))
+        }
+        var suppressed: [SuppressedKey: Int64] = [:]
+        var reRegistered = 0
+        for (route, rows) in byRoute {
+            let listed = try shared.suppressions(for: rows.map(\.key.token), scope: scopes[route]!)
+            for row in rows {
+                guard let entry = listed[row.key.token] else { continue }
+                if let registered = row.registeredAt, registered > entry.invalidatedAt { reRegistered += 1; continue }
+                suppressed[row.key] = entry.invalidatedAt
+            }
         }
         return (suppressed, reRegistered)
     }

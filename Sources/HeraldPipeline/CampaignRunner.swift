@@ -170,9 +170,11 @@ public final class CampaignRunner {
                 try HeaderRenderer(push: spec.push, topic: spec.apns.topic, campaign: run.campaign)
             }
             let firstOfItsName = try Self.wrap(.preparing) { () throws(StateError) in try store.isFirstRun(named: run.campaign, id: run.id) }
+            let routing = try registerApps(state: state, run: run)
             var renderer = RecipientRenderer(payload: payloads, headers: headers, localeField: spec.audience.localeField,
                                              registeredAtField: spec.audience.registeredAtField,
                                              dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started, runStarted: run.startDate) })
+            if spec.isRouted { renderer.routing = routing }
             if let experiment = spec.experiment {
                 renderer.experiment = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in
                     try ExperimentRenderers(job: spec, experiment: experiment, campaign: run.campaign)
@@ -189,7 +191,7 @@ public final class CampaignRunner {
             if !audience.ingestComplete && !spec.audience.prescan && audience.audiencePass == 1 && !listedChannels {
                 try releaseWinner(state: state)
                 result = try sendWhileReading(state: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed,
-                                              headers: headers, credentials: credentials)
+                                              headers: headers, routing: routing, credentials: credentials)
             } else {
                 if !audience.ingestComplete && listedChannels {
                     try ingestListedChannels(into: state, run: audience, renderer: renderer, apnsIdSeed: apnsIdSeed)
@@ -202,8 +204,11 @@ public final class CampaignRunner {
                 try checkInvalidRows(state: state)
                 try releaseWinner(state: state)
                 // Apple's 410s name dead device tokens; a channel is never on that list.
-                if !spec.isBroadcast { try applySuppressionList(state: state, topic: headers.shared.topic) }
-                result = try deliver(state: state, headers: headers, credentials: credentials)
+                if !spec.isBroadcast {
+                    try applyRememberedEnvironments(state: state, routing: routing)
+                    try applySuppressionList(state: state, routing: routing)
+                }
+                result = try deliver(state: state, headers: headers, routing: routing, credentials: credentials)
             }
             deliveryCounters.connectionsOpened += result.counters.connectionsOpened
             deliveryCounters.jwtsSigned += result.counters.jwtsSigned
@@ -235,6 +240,7 @@ public final class CampaignRunner {
             }
         }
         recordInvalidatedTokens(state: state, run: run)
+        rememberFallbackEnvironments(state: state, run: run)
         // After a signal, one try for what is left: the operator (or Kubernetes) wants the process gone.
         let eventFigures = events?.finish(attempts: stopRequested.load(ordering: .relaxed) ? 1 : 3)
         let extras = SummaryExtras(exitCode: Int(outcome.0.rawValue), events: eventFigures)
@@ -283,6 +289,7 @@ public final class CampaignRunner {
         let finishedAt = run.finishedAt ?? ""
         var what = "campaign \(run.campaign) already finished (run \(run.runId) at \(finishedAt)): nothing sent"
         recordInvalidatedTokens(state: state, run: run)
+        rememberFallbackEnvironments(state: state, run: run)
         do {
             if writer.isComplete(runId: run.runId, finishedAt: finishedAt) {
                 report.summary = try writer.summary(state: state, run: run, extra: SummaryExtras(exitCode: 0, events: events))

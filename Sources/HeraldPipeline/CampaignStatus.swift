@@ -19,6 +19,8 @@ public struct CampaignStatus: Sendable {
         public var capped = 0
         /// `experiment`: recipients per arm and status (empty without one).
         public var experiment: [VariantCount] = []
+        /// Many apps: recipients per app, environment and status (empty without them).
+        public var apps: [AppCount] = []
     }
 
     public var statePath: String
@@ -45,7 +47,8 @@ public struct CampaignStatus: Sendable {
                                 distinct: try state.recipientCount(), lastActivity: try state.lastAttemptAt() ?? info.startedAt,
                                 reportsDir: CampaignName.resolvePath(spec.reports.dir, campaign: info.campaign, startedAt: info.startDate),
                                 nextDue: try state.nextDueTime(), capped: try state.cappedCount(),
-                                experiment: spec.experiment == nil ? [] : try state.variantCounts()))
+                                experiment: spec.experiment == nil ? [] : try state.variantCounts(),
+                                apps: spec.isRouted ? try state.appCounts() : []))
             }
             var sinks: [String] = []
             if spec.events?.url != nil { sinks.append("url") }

@@ -21,18 +21,24 @@ public struct ChannelAdmin {
             throw RunFailure(.usage, "\(spec.jobFile): apns.channels_endpoint (or --channels-endpoint) is needed with endpoint \(apns.endpoint.name): "
                              + "channels are managed on another host and port than pushes are sent to")
         }
+        guard apns.apps.count <= 1 else {
+            throw RunFailure(.usage, "\(spec.jobFile): herald channels manages one app's channels, and apns.apps has \(apns.apps.count): "
+                             + "give it a job whose apns names that app alone")
+        }
+        let app = apns.appList[0]
         let credentials = try DeliveryTarget.loadCredentials(spec, forPushes: false)
+        let identity = app.certificate.flatMap { credentials.identities[$0] }
         let token: ProviderToken?
-        do { token = try apns.auth.map { try ProviderToken(auth: $0) } } catch {
+        do { token = try app.auth.map { try ProviderToken(auth: $0) } } catch {
             throw RunFailure(.usage, "\(spec.jobFile): \(error)")
         }
-        guard token != nil || credentials.identity != nil else {
+        guard token != nil || identity != nil else {
             throw RunFailure(.usage, "\(spec.jobFile): apns.auth or apns.certificate is required to manage channels")
         }
-        bundleId = apns.topic
+        bundleId = app.topic
         baseURL = base
-        client = ChannelManagementClient(baseURL: base, bundleId: apns.topic, trust: apns.caFile.map { .caFile($0) } ?? .system,
-                                         token: token, identity: credentials.identity, proxy: credentials.proxy,
+        client = ChannelManagementClient(baseURL: base, bundleId: app.topic, trust: apns.caFile.map { .caFile($0) } ?? .system,
+                                         token: token, identity: identity, proxy: credentials.proxy,
                                          timeoutSeconds: Double(apns.requestTimeout))
     }
 }

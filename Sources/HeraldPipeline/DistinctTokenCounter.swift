@@ -21,15 +21,24 @@ final class DistinctTokenCounter {
         sorter = ExternalSorter(directory: directory, runCapacity: runCapacity, fanIn: fanIn, dropsEqual: true)
     }
 
-    func insert(_ token: DeviceToken) throws(ScratchFileError) {
-        try sorter.insert(TokenEntry(key: TokenKey(token), id: 0))
+    /// `app`: the token's app (an index of the job's apps): a token is counted once per app, as
+    /// the run deduplicates.
+    func insert(_ token: DeviceToken, app: UInt16 = 0) throws(ScratchFileError) {
+        var key = TokenKey(token)
+        key.app = app
+        try sorter.insert(TokenEntry(key: key, id: 0))
     }
 
-    /// Different tokens inserted so far.
+    /// Different (app, token) pairs inserted so far.
     func count() throws(ScratchFileError) -> Int {
-        var n = 0
+        try countByApp().values.reduce(0, +)
+    }
+
+    /// Different tokens inserted so far, per app.
+    func countByApp() throws(ScratchFileError) -> [UInt16: Int] {
+        var n: [UInt16: Int] = [:]
         do {
-            try sorter.forEach { _ in n += 1 }
+            try sorter.forEach { n[$0.key.app, default: 0] += 1 }
         } catch let e as ScratchFileError {
             throw e
         } catch {

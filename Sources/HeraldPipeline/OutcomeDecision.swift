@@ -13,7 +13,13 @@ import HeraldState
 ///   (the connection that got them is replaced by the sender where Apple says so).
 /// - ExpiredProviderToken: retried at once; the sender has re-signed and reconnected.
 /// - Abort reasons (InvalidProviderToken, BadTopic, …): the recipient goes back to pending, the
-///   campaign stops.
+///   campaign (or, with several apps, the app) stops.
+/// - With `apns.environment_fallback`, BadDeviceToken from one environment: retried at once in the
+///   other, once (`switchesEnvironment`). It cannot notify anyone twice: BadDeviceToken is a
+///   refusal, nothing was delivered ("The specified device token is invalid", Apple's table,
+///   https://developer.apple.com/documentation/usernotifications/handling-notification-responses-from-apns),
+///   and a token belongs to the one environment its app build registered with. Any other answer
+///   is never tried elsewhere.
 enum OutcomeDecision {
     struct Abort: Equatable { var status: Int; var reason: String; var meaning: String }
 
@@ -45,12 +51,19 @@ enum OutcomeDecision {
     }
 
     /// The verdict for one answer; its outcome carries the claim's time, the attempt's.
-    static func decide(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date = Date(),
+    /// `fallback`: `apns.environment_fallback`.
+    static func decide(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date = Date(), fallback: Bool = false,
                        backoff: RetryBackoff = .recipient, tooManyRequests: RetryBackoff = .tooManyRequests) -> Verdict {
-        verdict(outcome, for: c, now: now, backoff: backoff, tooManyRequests: tooManyRequests).changingOutcome { $0.attemptedAt = c.claimedAt }
+        verdict(outcome, for: c, now: now, fallback: fallback, backoff: backoff, tooManyRequests: tooManyRequests)
+            .changingOutcome { $0.attemptedAt = c.claimedAt }
     }
 
-    private static func verdict(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date,
+    /// Whether the answer moves the recipient to the other environment (`apns.environment_fallback`).
+    static func fallsBack(_ reason: APNsReason?, status: Int, for c: ClaimedRecipient, fallback: Bool) -> Bool {
+        fallback && !c.fellBack && status == 400 && reason == "BadDeviceToken"
+    }
+
+    private static func verdict(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date, fallback: Bool,
                                 backoff: RetryBackoff, tooManyRequests: RetryBackoff) -> Verdict {
         switch outcome {
         case .transportFailure(let why):
@@ -66,6 +79,10 @@ enum OutcomeDecision {
             switch outcome.meaning {
             case .delivered:
                 return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
+            case .rejected where fallsBack(reason, status: status, for: c, fallback: fallback):
+                var o = AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText, responseApnsId: apnsId, retryAt: now)
+                o.switchesEnvironment = true
+                return .retry(o, delay: 0)
             case .rejected, .unknown, .untrusted:  // `.unknown` and `.untrusted` are meanings of no answer, never of one
                 return .failed(AttemptOutcome(seq: c.seq, status: .failed, httpStatus: status, reason: reasonText,
                                               responseApnsId: apnsId, invalidatedAt: status == 410 ? timestamp : nil), reason: reason)

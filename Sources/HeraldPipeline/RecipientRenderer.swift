@@ -11,12 +11,19 @@ struct RecipientRenderer {
         /// `audience.registered_at_field` in ms since the epoch, when the job names it and the row has it.
         /// `due`: the row's time zone and due time, when the job has a `schedule`.
         /// `arm`: the recipient's arm of the job's `experiment` (nil: no experiment).
+        /// `route`: its app and environment (`AppRouting`).
         case recipient(payload: [UInt8], headers: RecipientHeaders?, registeredAt: Int64?, due: (zone: String, dueAt: Double)? = nil,
-                       arm: Arm? = nil)
+                       arm: Arm? = nil, route: Route = Route())
         case invalid(InvalidRow)
     }
 
     typealias Arm = ExperimentArm
+
+    /// A recipient's app (the state file's number) and environment.
+    struct Route: Equatable {
+        var app: UInt16 = 0
+        var environment: APNsEnvironment = .production
+    }
 
     let payload: PayloadRenderer
     let headers: HeaderRenderer
@@ -27,12 +34,23 @@ struct RecipientRenderer {
     var dueTimes: DueTimes? = nil
     /// `experiment`: each row's arm, and the variants' templates.
     var experiment: ExperimentRenderers? = nil
+    /// `apns.apps` and `audience.environment_field`: each row's app and environment, decided
+    /// first (a row for an app the job does not have is not rendered); nil: the one app.
+    var routing: AppRouting? = nil
 
     /// Fields every recipient's payload needs (`PayloadRenderer.fieldsEveryRowNeeds`; with an
     /// experiment, those every variant needs).
     var fieldsEveryRowNeeds: [(column: String, usedBy: String)] { experiment?.fieldsEveryRowNeeds ?? payload.fieldsEveryRowNeeds }
 
     func render(_ record: AudienceRecord) -> Outcome {
+        guard let routing else { return render(record, route: Route()) }
+        switch routing.route(record) {
+        case .invalid(let row): return .invalid(row)
+        case .route(let app, let environment): return render(record, route: Route(app: app, environment: environment))
+        }
+    }
+
+    private func render(_ record: AudienceRecord, route: Route) -> Outcome {
         var due: (zone: String, dueAt: Double)?
         if let dueTimes {
             switch dueTimes.resolve(record) {
@@ -50,10 +68,10 @@ struct RecipientRenderer {
             }
         }
         let locale = localeField.flatMap { record.fields[$0]?.text }
-        if let experiment { return render(record, locale: locale, experiment: experiment, registeredAt: registeredAt, due: due) }
+        if let experiment { return render(record, locale: locale, experiment: experiment, registeredAt: registeredAt, due: due, route: route) }
         switch renderVariant(record, locale: locale, payload: payload, headers: headers, own: false) {
         case .failure(let row): return .invalid(row)
-        case .success(let (bytes, headers)): return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due)
+        case .success(let (bytes, headers)): return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due, route: route)
         }
     }
 
@@ -61,7 +79,7 @@ struct RecipientRenderer {
     /// not chosen yet, with every variant's (any of them may win); a held-out row too, so that the
     /// holdout holds only recipients the campaign could have sent, and keeps no payload.
     private func render(_ record: AudienceRecord, locale: String?, experiment: ExperimentRenderers, registeredAt: Int64?,
-                        due: (zone: String, dueAt: Double)?) -> Outcome {
+                        due: (zone: String, dueAt: Double)?, route: Route) -> Outcome {
         let arm = experiment.assigner.arm(of: record.token)
         let single: (index: Int, rollout: Bool)?
         switch arm {
@@ -74,7 +92,7 @@ struct RecipientRenderer {
             case .failure(let row): return .invalid(row)
             case .success(let (bytes, headers)):
                 return .recipient(payload: bytes, headers: headers, registeredAt: registeredAt, due: due,
-                                  arm: rollout ? experiment.rolloutArms[i] : experiment.testArms[i])
+                                  arm: rollout ? experiment.rolloutArms[i] : experiment.testArms[i], route: route)
             }
         }
         var alternatives: [VariantPayload] = []
@@ -85,10 +103,10 @@ struct RecipientRenderer {
             }
         }
         if arm == .holdout {
-            return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due, arm: experiment.holdoutArm)
+            return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due, arm: experiment.holdoutArm, route: route)
         }
         return .recipient(payload: [], headers: nil, registeredAt: registeredAt, due: due,
-                          arm: Arm(variant: nil, rollout: true, alternatives: alternatives))
+                          arm: Arm(variant: nil, rollout: true, alternatives: alternatives), route: route)
     }
 
     private enum Rendered {

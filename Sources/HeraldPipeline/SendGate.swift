@@ -53,7 +53,9 @@ final class SendGate {
     let budgets: [Budget]
     /// The shared ledger; nil unless a budget applies.
     let ledger: SharedStore?
-    let topic: String
+    /// The ledger's topic (the bundle id) of each app, by the state file's app number: caps and
+    /// the silent-push budget count per device and app, as APNs delivers per topic.
+    let topics: [String]
     /// Whether the job has a `schedule` (what a `scheduled` recipient waits for).
     let hasSchedule: Bool
     /// `schedule.wait`.
@@ -76,7 +78,7 @@ final class SendGate {
     /// by an earlier run due again so they are checked against it.
     /// `volume`: how the shared file beside the state file is opened (StateVolume).
     init(spec: JobSpec, state: RunState, volume: StateVolume = .local, maxAttempts: Int, clock: ThrottleClock = SystemThrottleClock(),
-         silentWindow: TimeInterval? = nil, logger: Logger, isStopping: @escaping () -> Bool = { false }) throws(RunFailure) {
+         silentWindow: TimeInterval? = nil, logger: Logger, isStopping: @escaping () -> Bool = { false }, topics: [String]? = nil) throws(RunFailure) {
         throttle = spec.throttle
         pushType = spec.push.type
         broadcast = spec.isBroadcast
@@ -94,7 +96,7 @@ final class SendGate {
             cap.isSilentBudget ? Budget(cap: cap, reason: RunState.silentBudgetReason, waitsForSlot: false)
                 : Budget(cap: cap, reason: RunState.frequencyCapReason, waitsForSlot: true)
         }
-        topic = spec.apns.topic
+        self.topics = topics ?? [spec.apns.topic]
         hasSchedule = spec.schedule != nil
         waitsForWindows = spec.schedule?.wait ?? true
         localTime = LocalTimeCheck(job: spec, runStarted: (try? state.reload().startDate) ?? clock.now())
@@ -171,11 +173,8 @@ final class SendGate {
         // cannot both take a device's last slot), stamped with when the pushes will actually leave
         // (after the rate wait), never earlier.
         if let ledger, !candidates.isEmpty {
-            let pushes = candidates.map { LedgerPush(token: $0.token.hex, apnsId: $0.apnsId) }
             let leaves = leaveTime(candidates.count, now: now, mono: mono)
-            let decisions = try commit { () throws(StateError) in
-                try ledger.admit(pushes, topic: topic, caps: budgets.map(\.cap), campaign: campaign, now: leaves)
-            }
+            let decisions = try commit { () throws(StateError) in try admit(candidates, ledger: ledger, leaves: leaves) }
             CrashPoint.ledger.reached()
             var admitted: [ClaimedRecipient] = []
             var held: [String: [(seq: Int64, until: Date)]] = [:]
@@ -298,5 +297,25 @@ final class SendGate {
 
     private func commit<T>(_ body: () throws(StateError) -> T) throws(RunFailure) -> T {
         try CampaignRunner.wrap(.sending, body)
+    }
+
+    /// The ledger's decision for each candidate, in order: one `admit` (one transaction) per app.
+    /// Apps never compete for a slot (each topic has its own counts per device), so two
+    /// transactions keep the guarantee one gives.
+    private func admit(_ candidates: [ClaimedRecipient], ledger: SharedStore, leaves: Date) throws(StateError) -> [LedgerDecision] {
+        let caps = budgets.map(\.cap)
+        let first = candidates[0].app
+        if candidates.allSatisfy({ $0.app == first }) {
+            return try ledger.admit(candidates.map { LedgerPush(token: $0.token.hex, apnsId: $0.apnsId) }, topic: topics[first],
+                                    caps: caps, campaign: campaign, now: leaves)
+        }
+        var decisions = [LedgerDecision?](repeating: nil, count: candidates.count)
+        for app in Set(candidates.map(\.app)).sorted() {
+            let indexes = candidates.indices.filter { candidates[$0].app == app }
+            let answered = try ledger.admit(indexes.map { LedgerPush(token: candidates[$0].token.hex, apnsId: candidates[$0].apnsId) },
+                                            topic: topics[app], caps: caps, campaign: campaign, now: leaves)
+            for (i, d) in zip(indexes, answered) { decisions[i] = d }
+        }
+        return decisions.map { $0! }
     }
 }

@@ -25,7 +25,8 @@ final class SendLoop {
 
     let spec: JobSpec
     let state: RunState
-    let shared: RenderedHeaders
+    /// Each recipient's app's headers and pool.
+    let routes: SendRoutes
     let sender: any PushSending
     /// Deadline, silent-push budget and rates (`throttle.*`), between claiming and sending.
     let gate: SendGate
@@ -40,18 +41,26 @@ final class SendLoop {
     let claimChunk: Int
 
     private var outstanding: [Int64: Outstanding] = [:]
-    /// BadDeviceToken/DeviceTokenNotForTopic answers held back until the environment guard decides.
-    private var held: [AttemptOutcome] = []
+    /// BadDeviceToken/DeviceTokenNotForTopic answers held back until their route's environment
+    /// guard decides, by route (`SendRoutes.route`).
+    private var held: [Int: [AttemptOutcome]] = [:]
     private var toRecord: [AttemptOutcome] = []
     private var toRelease: [Int64] = []
     private var toExhaust: [Int64] = []
     /// First attempt in this run of recipients being retried (for `retry.max_elapsed`).
     private var firstTry: [Int64: Date] = [:]
-    private var breaker = CircuitBreaker()
-    private var adaptive: AdaptiveConcurrency
-    private var guardian: EnvironmentGuard
+    /// Per pool: a wrong answer storm at one endpoint or credential does not pause the others.
+    private var breakers: [Int: CircuitBreaker] = [:]
+    private var adaptive: [Int: AdaptiveConcurrency] = [:]
+    /// Per route (app and environment): a wrong-environment storm in one app stops that app only.
+    private var guards: [Int: EnvironmentGuard] = [:]
+    /// By pool and connection (`pool << 16 | connection`).
     private var lastFailureEvent: [Int: Int] = [:]
+    /// The first abort-class answer (what a one-app campaign's message says).
     private var abort: OutcomeDecision.Abort?
+    /// Apps (by number) no longer sent, with why: an answer about their credentials or topic, or
+    /// their environment guard. Their recipients stay pending; when every app is stopped, the run is.
+    private var stopped: [Int: String] = [:]
     /// A TLS trust failure: nothing can be sent until the configuration is fixed.
     private var trustFailure: String?
     private var released = 0
@@ -67,13 +76,13 @@ final class SendLoop {
     /// The longest an answer waits for its commit when traffic is thin.
     static let maxRecordDelay: TimeInterval = 0.02
 
-    init(spec: JobSpec, state: RunState, shared: RenderedHeaders, sender: any PushSending, gate: SendGate, logger: Logger,
+    init(spec: JobSpec, state: RunState, routes: SendRoutes, sender: any PushSending, gate: SendGate, logger: Logger,
          stopRequested: @escaping () -> Bool, moreComing: @escaping () -> Bool = { false },
          onRecorded: @escaping ([AttemptOutcome]) -> Void = { _ in }) {
-        self.spec = spec; self.state = state; self.shared = shared; self.sender = sender; self.gate = gate; self.logger = logger
+        self.spec = spec; self.state = state; self.routes = routes; self.sender = sender; self.gate = gate; self.logger = logger
         self.stopRequested = stopRequested; self.moreComing = moreComing; self.onRecorded = onRecorded
         maxAttempts = spec.retry.maxAttempts
-        let window = sender.connectionCount * sender.streamsPerConnection
+        let window = sender.window
         // Half a window per commit, up to 1,000: the queue still holds a claim's worth when the
         // next claim is due, so no stream waits, and each commit (an fsync, and one status-index
         // pass over the batch) is spread over as many pushes as it can be without a stream
@@ -82,11 +91,10 @@ final class SendLoop {
         // memory held (its payload, ids and bookkeeping): at 8 × 1,000 streams, 6,000 fewer of them.
         claimChunk = max(1, min(window / 2, 1_000))
         cap = window + 2 * claimChunk
-        adaptive = AdaptiveConcurrency(maximum: sender.streamsPerConnection)
-        guardian = EnvironmentGuard(broadcast: spec.isBroadcast)
     }
 
-    private var halting: Bool { abort != nil || trustFailure != nil || guardian.verdict == .tripped || gate.deadlinePassed || stopRequested() }
+    private var halting: Bool { stopped.count >= routes.apps.count || trustFailure != nil || gate.deadlinePassed || stopRequested() }
+    private var tripped: EnvironmentGuard? { guards.values.first { $0.verdict == .tripped } }
 
     func run() throws(RunFailure) -> CampaignRunner.SendResult {
         try CampaignRunner.wrap(.preparing) { () throws(StateError) in
@@ -108,7 +116,15 @@ final class SendLoop {
                 let again = try gate.readmitExpired(expired)
                 if !again.send.isEmpty { submit(again.send, notAfter: again.notAfter) }
             }
-            let claimed = try commitAndClaim()
+            var claimed = try commitAndClaim()
+            if !stopped.isEmpty && !claimed.isEmpty {
+                // A stopped app's recipients are claimed with the others and put straight back
+                // (below the claim mark: not claimed again in this run).
+                let (keep, back) = (claimed.filter { stopped[$0.app] == nil }, claimed.filter { stopped[$0.app] != nil })
+                toRelease += back.map(\.seq)
+                released += back.count
+                claimed = keep
+            }
             if !claimed.isEmpty {
                 // Held-back recipients (deadline, silent-push budget) are committed by the gate.
                 let admission = try gate.admit(claimed)
@@ -166,10 +182,12 @@ final class SendLoop {
         for c in claimed {
             outstanding[c.seq] = Outstanding(claimed: c, claimedAt: now)
             let own = c.headers
+            let shared = routes.headers(app: c.app)
             let request = PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: shared.topic, pushType: shared.pushType,
                                       priority: own?.priority ?? shared.priority, collapseId: own.map { $0.collapseId } ?? shared.collapseId,
                                       expiration: gate.expiration(own?.expiration ?? shared.expiration, sentAt: sentAt))
-            jobs.append(PushJob(index: Int(c.seq), request: request, notAfter: notAfter[c.seq]))
+            jobs.append(PushJob(index: Int(c.seq), request: request, notAfter: notAfter[c.seq],
+                                pool: routes.pool(app: c.app, environment: c.environment)))
         }
         sender.submit(jobs)
     }
@@ -189,8 +207,8 @@ final class SendLoop {
             nextClaimAt = .distantPast
             return true
         }
-        if guardian.verdict == .undecided {
-            settleGuard(guardian.finish())
+        if let route = guards.first(where: { $0.value.verdict == .undecided })?.key {
+            settleGuard(route, guards[route]!.finish())
             return true
         }
         var next = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
@@ -224,7 +242,8 @@ final class SendLoop {
         let seq = Int64(r.index)
         guard let o = outstanding.removeValue(forKey: seq) else { return }
         let now = Date()
-        observe(r)
+        let route = SendRoutes.route(app: o.claimed.app, environment: o.claimed.environment)
+        observe(r, route: route, claimed: o.claimed)
         if r.outcome.meaning == .untrusted, case .transportFailure(let why) = r.outcome {
             // Never reached APNs: back to pending, uncounted, and the run stops.
             if trustFailure == nil { logger.error("TLS: \(why)") }
@@ -232,16 +251,17 @@ final class SendLoop {
             toRelease.append(seq)
             return
         }
-        switch OutcomeDecision.decide(r.outcome, for: o.claimed, now: now).annotated(with: r) {
+        switch OutcomeDecision.decide(r.outcome, for: o.claimed, now: now, fallback: spec.apns.environmentFallback).annotated(with: r) {
         case .sent(let outcome):
             sent += 1
             firstTry.removeValue(forKey: seq)
             toRecord.append(outcome)
         case .failed(let outcome, let reason):
             firstTry.removeValue(forKey: seq)
-            if guardian.holds(reason) {
+            if let guardian = guards[route], guardian.holds(reason) {
                 switch guardian.verdict {
-                case .undecided: held.append(outcome)
+                case .undecided where stopped[o.claimed.app] != nil: toRelease.append(seq)
+                case .undecided: held[route, default: []].append(outcome)
                 case .tripped: toRelease.append(seq)
                 case .passed: toRecord.append(outcome)
                 }
@@ -263,49 +283,83 @@ final class SendLoop {
         case .abort(let a):
             firstTry.removeValue(forKey: seq)
             toRelease.append(seq)
-            if abort == nil {
-                abort = a
-                logger.error("APNs answered \(a.status) \(a.reason): stopping the campaign after the requests in flight")
+            if abort == nil { abort = a }
+            // An answer about the credentials stops every app of the pool; one about the topic, its app.
+            let apps = r.outcome.abortScope == .topic ? [o.claimed.app] : routes.apps(inPool: r.pool)
+            for app in apps where stopped[app] == nil {
+                stop(app, "APNs answered \(a.status) \(a.reason) (\(a.meaning))")
             }
         }
     }
 
-    /// Feeds the circuit breaker, adaptive concurrency and the environment guard.
-    private func observe(_ r: PushResult) {
+    /// Feeds the pool's circuit breaker and adaptive concurrency, and the route's environment guard.
+    private func observe(_ r: PushResult, route: Int, claimed c: ClaimedRecipient) {
         var sample = true
         if case .transportFailure = r.outcome {
             // The streams one connection loss failed together are one event.
-            sample = lastFailureEvent[r.connection] != r.event
-            lastFailureEvent[r.connection] = r.event
+            let connection = r.pool << 16 | r.connection
+            sample = lastFailureEvent[connection] != r.event
+            lastFailureEvent[connection] = r.event
         }
-        if sample, let until = breaker.record(failure: AnswerMeaning.isServerFailure(r.outcome), now: Date()) {
-            logger.warning("most recent answers are server errors or lost connections: pausing all sending until \(until) (circuit breaker)")
-            sender.pause(until: until)
+        let pools = sender.poolCount > 1
+        if sample, let until = breakers[r.pool, default: CircuitBreaker()].record(failure: AnswerMeaning.isServerFailure(r.outcome), now: Date()) {
+            logger.warning("most recent answers are server errors or lost connections: pausing \(pools ? routes.poolName(r.pool) : "all sending") until \(until) (circuit breaker)")
+            sender.pause(pool: r.pool, until: until)
         }
-        if sample, let limit = adaptive.record(pushback: AnswerMeaning.isPushback(r.outcome)) {
-            logger.info("streams per connection now \(limit) (adaptive concurrency)")
-            sender.setStreamLimit(limit)
+        if sample, let limit = adaptive[r.pool, default: AdaptiveConcurrency(maximum: sender.streams(pool: r.pool))]
+            .record(pushback: AnswerMeaning.isPushback(r.outcome)) {
+            logger.info("streams per connection\(pools ? " of " + routes.poolName(r.pool) : "") now \(limit) (adaptive concurrency)")
+            sender.setStreamLimit(pool: r.pool, limit)
         }
-        if case .answered(let status, _, let reason, _) = r.outcome, guardian.verdict == .undecided {
-            settleGuard(guardian.record(status: status, reason: reason))
+        guard case .answered(let status, _, let reason, _) = r.outcome, stopped[c.app] == nil else { return }
+        if guards[route] == nil { guards[route] = EnvironmentGuard(broadcast: spec.isBroadcast) }
+        guard guards[route]!.verdict == .undecided else { return }
+        // A token moved to the other environment (`environment_fallback`) is the fallback at work, not a mix-up.
+        let counted = OutcomeDecision.fallsBack(reason, status: status, for: c, fallback: spec.apns.environmentFallback) ? nil : reason
+        settleGuard(route, guards[route]!.record(status: status, reason: counted))
+    }
+
+    private func settleGuard(_ route: Int, _ verdict: EnvironmentGuard.Verdict) {
+        let waiting = held.removeValue(forKey: route) ?? []
+        switch verdict {
+        case .undecided: held[route] = waiting
+        case .passed: toRecord += waiting
+        case .tripped:
+            toRelease += waiting.map(\.seq)
+            let (app, _) = SendRoutes.appAndEnvironment(route: route)
+            if stopped[app] == nil { stop(app, guards[route]!.message + routes.environmentNote(route: route)) }
         }
     }
 
-    private func settleGuard(_ verdict: EnvironmentGuard.Verdict) {
-        switch verdict {
-        case .undecided: return
-        case .passed: toRecord += held
-        case .tripped:
-            logger.error("\(guardian.message)")
-            toRelease += held.map(\.seq)
+    /// Sends nothing more for `app`: its recipients not started go back to pending, those held for
+    /// its environment guards too, and with other apps still going the campaign goes on without it.
+    private func stop(_ app: Int, _ why: String) {
+        stopped[app] = why
+        guard routes.apps.count > 1 else {
+            logger.error("\(why): stopping the campaign after the requests in flight")
+            return
         }
-        held.removeAll()
+        logger.error("app \(routes.names[app]): \(why): its recipients stay pending; the other apps go on")
+        for index in sender.withdrawQueued(where: { outstanding[Int64($0.index)]?.claimed.app == app })
+        where outstanding.removeValue(forKey: Int64(index)) != nil {
+            toRelease.append(Int64(index))
+        }
+        for route in SendRoutes.routes(app: app) {
+            toRelease += (held.removeValue(forKey: route) ?? []).map(\.seq)
+        }
     }
 
     private func finish() -> CampaignRunner.SendResult {
         var counters = sender.counters
         counters.retries = retries
         counters.throttleDeferrals = gate.counters.throttleDeferrals
+        if routes.apps.count > 1, trustFailure == nil, !stopped.isEmpty {
+            let apps = stopped.keys.sorted().map { "app \(routes.names[$0]): \(stopped[$0]!)" }
+            let others = routes.apps.count - stopped.count
+            return .init(status: .aborted, message: "aborted for \(apps.joined(separator: "; ")); their recipients stay pending "
+                         + "(\(released) put back). \(others > 0 ? "The \(others) other app(s) went on: \(sent) sent in this run. " : "")"
+                         + "Fix the configuration and rerun: only the pending recipients are sent.", sent: sent, counters: counters)
+        }
         if let a = abort {
             return .init(status: .aborted, message: "aborted: APNs answered \(a.status) \(a.reason) (\(a.meaning)); "
                          + "\(released) recipient(s) put back to pending. Fix the configuration and rerun.", sent: sent, counters: counters)
@@ -315,7 +369,7 @@ final class SendLoop {
                          + "Check apns.ca_file (it replaces the system trust store) or the system's CA certificates, then rerun "
                          + "(\(sent) sent in this run; the others stay pending)", sent: sent, counters: counters)
         }
-        if guardian.verdict == .tripped {
+        if let guardian = tripped {
             return .init(status: .aborted, message: "aborted: \(guardian.message); \(released) recipient(s) put back to pending. "
                          + "Fix the configuration and rerun.", sent: sent, counters: counters)
         }

@@ -51,6 +51,9 @@ public struct DeliveryFigures: Sendable, Equatable {
     /// With an `experiment`: recipients per arm (variant and rollout flag) and report status, in
     /// the order the arms first appear; nil for a campaign without one.
     public var variants: [VariantCount]? = nil
+    /// With many apps: recipients per app and environment and report status, in the order they
+    /// first appear; nil for a campaign for one app in one environment.
+    public var apps: [AppCount]? = nil
 
     /// With a `schedule`: recipients and those sent, per time zone as the audience wrote it.
     public private(set) var byZone: [String: ZoneCount] = [:]
@@ -119,6 +122,27 @@ public struct DeliveryFigures: Sendable, Equatable {
         if Self.isUnregistered(d) { unregistered += 1 }
         if Self.isRejected(d) { rejectedTokens += 1 }
         if let rollout = d.rollout { countVariant(d, rollout: rollout) }
+        d.withText(.app) { app in
+            guard let app else { return }
+            d.withText(.environment) { countApp(app, environment: $0, status: d.status.reportStatus) }
+        }
+    }
+
+    /// One recipient of a routed campaign into its app's and environment's counts (a handful:
+    /// a linear search over their bytes, no String made per row).
+    private mutating func countApp(_ app: UnsafeRawBufferPointer, environment: UnsafeRawBufferPointer?, status: RecipientStatus) {
+        func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer?) -> Bool {
+            guard let b else { return a.isEmpty }
+            return a.count == b.count && (a.isEmpty || a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, b.count) == 0 })
+        }
+        if let i = appKeys.indices.first(where: { same(appKeys[$0].app, app) && same(appKeys[$0].environment, environment) }) {
+            apps![i].counts[status, default: 0] += 1
+            return
+        }
+        let key = AppKey(app: Array(app), environment: environment.map { Array($0) } ?? [])
+        appKeys.append(key)
+        apps = (apps ?? []) + [AppCount(app: String(decoding: key.app, as: UTF8.self), environment: String(decoding: key.environment, as: UTF8.self),
+                                        counts: [status: 1])]
     }
 
     /// One experiment recipient into its arm's counts (a handful of arms: a linear search over
@@ -142,6 +166,9 @@ public struct DeliveryFigures: Sendable, Equatable {
     }
     /// The arms' variant names as bytes, element for element of `variants`.
     private var variantNames: [[UInt8]?] = []
+    /// The apps' names and environments as bytes, element for element of `apps`.
+    private var appKeys: [AppKey] = []
+    private struct AppKey: Sendable, Equatable { var app: [UInt8]; var environment: [UInt8] }
 
     /// The latency at or below which `fraction` of the answered recipients fall (nearest rank).
     public func latencyPercentile(_ fraction: Double) -> Int? {

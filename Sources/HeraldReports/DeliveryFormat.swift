@@ -10,10 +10,10 @@ enum DeliveryFormat {
     static let deliveriesColumns = ["file", "line", "recipient_id", "token", "status", "http_status", "reason",
                                     "apns_id", "attempts", "first_attempt_at", "last_attempt_at",
                                     "apns_unique_id", "latency_ms", "invalidated_at", "timezone", "due_at", "channel_id",
-                                    "variant", "rollout"]
-    static let unregisteredColumns = ["token", "reason", "invalidated_at", "recipient_id", "file", "line", "apns_id"]
+                                    "variant", "rollout", "app", "environment"]
+    static let unregisteredColumns = ["token", "reason", "invalidated_at", "recipient_id", "file", "line", "apns_id", "app", "environment"]
     static let holdoutColumns = ["recipient_id", "token", "file", "line"]
-    static let rejectedColumns = ["token", "reason", "http_status", "recipient_id", "file", "line", "apns_id", "last_attempt_at"]
+    static let rejectedColumns = ["token", "reason", "http_status", "recipient_id", "file", "line", "apns_id", "last_attempt_at", "app", "environment"]
 
     static func invalidatedText<D: DeliveryFields>(_ d: D) -> String? {
         d.invalidatedAt.map { RegistrationTime.iso8601(milliseconds: $0) }
@@ -42,6 +42,7 @@ enum DeliveryFormat {
         w.text(d, .timezone, &out); w.string(dueText(d), &out)
         if broadcast { w.text(d, .token, &out) } else { w.string(nil, &out) }
         w.text(d, .variant, &out); w.int(d.rollout.map { $0 ? 1 : 0 }, &out)
+        w.text(d, .app, &out); w.text(d, .environment, &out)
     }
 
     /// One deliveries.ndjson line: the CSV's columns as keys, numbers as numbers, absent values null.
@@ -57,12 +58,14 @@ enum DeliveryFormat {
         w.text("\"timezone\":", d, .timezone, &out); w.string("\"due_at\":", dueText(d), &out)
         if broadcast { w.text("\"channel_id\":", d, .token, &out) } else { w.string("\"channel_id\":", nil, &out) }
         w.text("\"variant\":", d, .variant, &out); w.bool("\"rollout\":", d.rollout, &out)
+        w.text("\"app\":", d, .app, &out); w.text("\"environment\":", d, .environment, &out)
     }
 
     static func unregistered<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
         w.text(d, .token, &out); w.text(d, .reason, &out); w.string(invalidatedText(d), &out); w.text(d, .recipientId, &out)
         w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .apnsId, &out)
+        w.text(d, .app, &out); w.text(d, .environment, &out)
     }
 
     static func holdout<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
@@ -74,6 +77,7 @@ enum DeliveryFormat {
         var w = CSVRowWriter(); defer { w.end(&out) }
         w.text(d, .token, &out); w.text(d, .reason, &out); w.int(d.httpStatus, &out); w.text(d, .recipientId, &out); w.text(d, .file, &out)
         w.int(d.line, &out); w.text(d, .apnsId, &out); w.text(d, .lastAttemptAt, &out)
+        w.text(d, .app, &out); w.text(d, .environment, &out)
     }
 }
 

@@ -118,6 +118,7 @@ public enum ReportMerger {
         summary.shardRunIds = runIds
         if broadcast { summary.broadcastChannels = distinct }
         summary.experiment = writer.figures.variants.map(VariantCount.ordered)
+        summary.apps = writer.figures.apps.map(AppCount.ordered)
         try ReportWriter.writeSummary(summary, files: files)
         return summary
     }
@@ -150,6 +151,7 @@ public enum ReportMerger {
                            apnsUniqueId: o["apns_unique_id"] as? String, latencyMs: int("latency_ms"),
                            timezone: o["timezone"] as? String,
                            dueAt: (o["due_at"] as? String).flatMap(RegistrationTime.iso8601Milliseconds).map { Double($0) / 1000 },
-                           variant: o["variant"] as? String, rollout: o["rollout"] as? Bool)
+                           variant: o["variant"] as? String, rollout: o["rollout"] as? Bool,
+                           app: o["app"] as? String, environment: o["environment"] as? String)
     }
 }

@@ -73,6 +73,9 @@ public struct Summary: Sendable {
     /// An `experiment`: recipients per arm and status (variants in the test, the holdout, the
     /// winner's rollout, those waiting for it); nil for a campaign without one.
     public var experiment: [VariantCount]? = nil
+    /// Many apps: recipients per app and environment and status; nil for a campaign for one app
+    /// in one environment.
+    public var apps: [AppCount]? = nil
 
     public func count(_ s: RecipientStatus) -> Int { byStatus[s] ?? 0 }
 
@@ -116,6 +119,10 @@ public struct Summary: Sendable {
             let arms = try state.variantCounts()
             summary.experiment = arms.isEmpty ? nil : arms
         }
+        if let delivery { summary.apps = delivery.apps.map(AppCount.ordered) } else {
+            let apps = try state.appCounts()
+            summary.apps = apps.isEmpty ? nil : apps
+        }
         return summary
     }
 
@@ -133,6 +140,18 @@ public struct Summary: Sendable {
     /// summary.json's `experiment`: `winner` (the variant rolled out, or null) and `arms`, one
     /// object per arm: `variant` (a name, `holdout`, or null while waiting for the winner),
     /// `rollout`, `recipients` and a count per report status.
+    /// summary.json's `apps`: one object per app and environment: `app`, `environment`,
+    /// `recipients` and a count per report status.
+    public static func appsJSON(_ apps: [AppCount]) -> JSONValue {
+        .array(apps.map { a in
+            .object([
+                .init("app", .string(a.app)), .init("environment", .string(a.environment)),
+                .init("recipients", .number(String(a.total))),
+                .init("counts", .object(RecipientStatus.allCases.map { .init($0.rawValue, .number(String(a.counts[$0] ?? 0))) })),
+            ])
+        })
+    }
+
     public static func experimentJSON(_ arms: [VariantCount]) -> JSONValue {
         let winner = arms.first { $0.rollout && $0.variant != nil }?.variant
         return .object([
@@ -185,6 +204,7 @@ public struct Summary: Sendable {
         members.append(.init("broadcast_channels", int(broadcastChannels)))
         members.append(.init("control", control?.json ?? .null))
         members.append(.init("experiment", experiment.map(Self.experimentJSON) ?? .null))
+        members.append(.init("apps", apps.map(Self.appsJSON) ?? .null))
         if let shardRunIds { members.append(.init("shard_run_ids", .array(shardRunIds.map(JSONValue.string)))) }
         return JSONValue.object(members).compactText + "\n"
     }

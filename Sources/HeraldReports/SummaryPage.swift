@@ -65,6 +65,7 @@ public enum SummaryPage {
 
         h += "<h2>Outcome</h2>\n" + outcomeChart(s)
         h += experimentSection(s)
+        h += appsSection(s)
         h += "<h2>Send rate over time</h2>\n" + rateChart(s)
         h += reasonsTable(s)
         h += zoneSection(s)
@@ -112,6 +113,30 @@ public enum SummaryPage {
             h += "<text x=\"\(labelWidth + w + 8)\" y=\"\(y + 18)\" font-size=\"13\">\(num(arm.total)) (\(String(format: "%.1f%%", 100 * Double(arm.total) / Double(total))))</text>\n"
         }
         h += "</svg>\n<p class=\"muted\">Green: sent. APNs does not say who opened a notification: join deliveries.csv's variant column (and holdout.csv) with your own analytics to compare the groups.</p>\n"
+        return h
+    }
+
+    /// Many apps: a table per app, one row per environment, with its recipients and what
+    /// happened to them (`apps` in summary.json).
+    static func appsSection(_ s: Summary) -> String {
+        guard let apps = s.apps, !apps.isEmpty else { return "" }
+        let shown: [RecipientStatus] = RecipientStatus.allCases.filter { st in apps.contains { ($0.counts[st] ?? 0) > 0 } }
+        var h = "<h2>Apps</h2>\n"
+        var names: [String] = []
+        for a in apps where !names.contains(a.app) { names.append(a.app) }
+        for name in names {
+            let rows = apps.filter { $0.app == name }
+            h += "<h3>\(esc(name.isEmpty ? "The job's app" : name))</h3>\n<table id=\"app-\(esc(name))\"><tr><th>Environment</th><th class=\"num\">Recipients</th>"
+            for st in shown { h += "<th class=\"num\">\(esc(st.rawValue))</th>" }
+            h += "<th class=\"num\">Sent of recipients</th></tr>\n"
+            for a in rows {
+                h += "<tr id=\"app-\(esc(name))-\(esc(a.environment))\"><td>\(esc(a.environment))</td><td class=\"num\" data-value=\"\(a.total)\">\(num(a.total))</td>"
+                for st in shown { h += "<td class=\"num\">\(num(a.counts[st] ?? 0))</td>" }
+                let sent = a.counts[.sent] ?? 0
+                h += "<td class=\"num\">\(a.total > 0 ? String(format: "%.1f%%", 100 * Double(sent) / Double(a.total)) : "")</td></tr>\n"
+            }
+            h += "</table>\n"
+        }
         return h
     }
 

@@ -199,6 +199,9 @@ public struct TokenKey: Comparable, BitwiseCopyable, Sendable {
     public var w2: UInt64
     public var w3: UInt64
     public var isExact: Bool
+    /// The token's app (`IngestBatch.Recipient.app`): deduplication is per app and token. It
+    /// fills the key's padding (33 bytes of a 40-byte stride), so the sort holds no more bytes.
+    public var app: UInt16 = 0
 
     /// A hashed key from two digests (tests, fillers).
     public init(high: UInt64, low: UInt64) { w0 = high; w1 = low; w2 = 0; w3 = 0; isExact = false }
@@ -208,6 +211,7 @@ public struct TokenKey: Comparable, BitwiseCopyable, Sendable {
         if a.w1 != b.w1 { return a.w1 < b.w1 }
         if a.w2 != b.w2 { return a.w2 < b.w2 }
         if a.w3 != b.w3 { return a.w3 < b.w3 }
+        if a.app != b.app { return a.app < b.app }
         return !a.isExact && b.isExact
     }
 

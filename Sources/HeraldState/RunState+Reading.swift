@@ -26,16 +26,20 @@ public struct DeliveryRow: Sendable {
     /// winner), and whether the recipient is outside the test (nil: no experiment).
     public var variant: String? = nil
     public var rollout: Bool? = nil
+    /// Many apps (`apns.apps`, `audience.environment_field`): the recipient's app name and
+    /// environment (`production`, `sandbox`); nil for a run that sends for one app to one environment.
+    public var app: String? = nil
+    public var environment: String? = nil
 
     public init(file: String, line: Int, recipientId: String, token: String, status: StoredStatus, httpStatus: Int?, reason: String,
                 apnsId: String, attempts: Int, firstAttemptAt: String?, lastAttemptAt: String?, invalidatedAt: Int64?,
                 apnsUniqueId: String? = nil, latencyMs: Int? = nil, timezone: String? = nil, dueAt: Double? = nil,
-                variant: String? = nil, rollout: Bool? = nil) {
+                variant: String? = nil, rollout: Bool? = nil, app: String? = nil, environment: String? = nil) {
         self.file = file; self.line = line; self.recipientId = recipientId; self.token = token; self.status = status
         self.httpStatus = httpStatus; self.reason = reason; self.apnsId = apnsId; self.attempts = attempts
         self.firstAttemptAt = firstAttemptAt; self.lastAttemptAt = lastAttemptAt; self.invalidatedAt = invalidatedAt
         self.apnsUniqueId = apnsUniqueId; self.latencyMs = latencyMs; self.timezone = timezone; self.dueAt = dueAt
-        self.variant = variant; self.rollout = rollout
+        self.variant = variant; self.rollout = rollout; self.app = app; self.environment = environment
     }
 
     init(_ c: DeliveryColumns) {
@@ -44,7 +48,8 @@ public struct DeliveryRow: Sendable {
                   status: c.status, httpStatus: c.httpStatus, reason: string(.reason) ?? "", apnsId: string(.apnsId) ?? "",
                   attempts: c.attempts, firstAttemptAt: string(.firstAttemptAt), lastAttemptAt: string(.lastAttemptAt),
                   invalidatedAt: c.invalidatedAt, apnsUniqueId: string(.apnsUniqueId), latencyMs: c.latencyMs,
-                  timezone: string(.timezone), dueAt: c.dueAt, variant: string(.variant), rollout: c.rollout)
+                  timezone: string(.timezone), dueAt: c.dueAt, variant: string(.variant), rollout: c.rollout,
+                  app: string(.app), environment: string(.environment))
     }
 
     /// The text column `t`, as `DeliveryColumns.text` gives it from the state file: the one place
@@ -61,6 +66,8 @@ public struct DeliveryRow: Sendable {
         case .apnsUniqueId: apnsUniqueId
         case .timezone: timezone
         case .variant: variant
+        case .app: app
+        case .environment: environment
         }
     }
 }
@@ -71,7 +78,7 @@ public struct DeliveryRow: Sendable {
 public struct DeliveryColumns {
     /// The text columns, in the order `forEachDeliveryColumns` selects them.
     public enum Text: Int, CaseIterable {
-        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId, timezone, variant
+        case file, recipientId, token, reason, apnsId, firstAttemptAt, lastAttemptAt, apnsUniqueId, timezone, variant, app, environment
     }
 
     public let line: Int
@@ -85,12 +92,13 @@ public struct DeliveryColumns {
     /// `experiment`: outside the test (true), in it or held out (false); nil: no experiment.
     public let rollout: Bool?
     /// The text columns' bytes, element `Text.rawValue` for each (nil: NULL).
-    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
+    private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
     private typealias Bytes = UnsafeRawBufferPointer?
 
     init(row r: RawRow) {
         texts = (r.optionalBytes(0), r.optionalBytes(2), r.optionalBytes(3), r.optionalBytes(6), r.optionalBytes(7),
-                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12), r.optionalBytes(14), r.optionalBytes(16))
+                 r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12), r.optionalBytes(14), r.optionalBytes(16),
+                 r.optionalBytes(18), r.optionalBytes(19))
         line = r.int(1); status = StoredStatus(bytes: r.bytes(4)) ?? .pending; httpStatus = r.optionalInt(5)
         attempts = r.int(8); invalidatedAt = r.optionalInt64(11); latencyMs = r.optionalInt(13)
         dueAt = r.optionalDouble(15).flatMap { $0.isFinite ? $0 : nil }
@@ -121,10 +129,14 @@ extension RunState {
     /// for every row.
     public func forEachDeliveryColumns(_ body: (DeliveryColumns) throws -> Void) throws(StateError) {
         try read { db in
+            // A run for one app in one environment reads no app name: NULL, and the columns stay empty.
+            let routed = try Bool.fetchOne(db, sql: "SELECT routed FROM run WHERE id = ?", arguments: [id]) ?? false
+            let route = routed ? "(SELECT name FROM run_app WHERE run = ?1 AND app = recipient.app), CASE environment WHEN 1 THEN 'sandbox' ELSE 'production' END"
+                : "NULL, NULL"
             let rows = try RawStatement(db, sql: """
                 \(Self.walksRun) SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
                        attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms, timezone, due_at,
-                       variant, rollout
+                       variant, rollout, \(route)
                 FROM recipient
                 WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
                   AND +run = ?1

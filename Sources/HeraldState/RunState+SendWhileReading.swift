@@ -36,7 +36,7 @@ extension RunState {
     /// in one transaction. A row whose token the run already has is a duplicate: counted, not
     /// staged. `suppressed` maps the batch's tokens on the suppression list (already filtered by
     /// `registered_at`) to their 410 timestamp; they are recorded `suppressed` and never claimable.
-    public func ingestWhileSending(_ batch: IngestBatch, suppressed: [String: Int64]) throws(StateError) -> StreamedBatch {
+    public func ingestWhileSending(_ batch: IngestBatch, suppressed: [SuppressedKey: Int64]) throws(StateError) -> StreamedBatch {
         let now = Date().timeIntervalSince1970
         return try write { db in
             var out = StreamedBatch()
@@ -46,12 +46,13 @@ extension RunState {
             let adopt = try Self.recipientInsert(db, run: id)
             for r in batch.recipients {
                 let token = r.token.hex
-                if try probe.contains(token) { out.duplicates += 1; continue }
+                if try probe.contains(token, app: r.app) { out.duplicates += 1; continue }
                 try stage.insert(r)
-                let suppressedAt = suppressed[token]
+                let suppressedAt = suppressed.isEmpty ? nil : suppressed[SuppressedKey(app: r.app, token: token)]
                 try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
                                  apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt,
-                                 timezone: r.timezone, dueAt: r.dueAt, variant: r.variant, rollout: r.rollout, now: now)
+                                 timezone: r.timezone, dueAt: r.dueAt, variant: r.variant, rollout: r.rollout,
+                                 app: Int(r.app), environment: Int(r.environment), now: now)
                 out.recipients += 1
                 if suppressedAt != nil { out.suppressed += 1 }
             }
@@ -86,7 +87,7 @@ extension RunState {
         let last = try Int64.fetchOne(db, sql: "SELECT row FROM recipient NOT INDEXED WHERE run = ? AND row IS NOT NULL ORDER BY seq DESC LIMIT 1",
                                       arguments: [id]) ?? 0
         let rows = try RawStatement(db, sql: """
-            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at, variant, rollout FROM audience_row
+            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at, variant, rollout, app, environment FROM audience_row
             WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
             """)
         let now = Date().timeIntervalSince1970
@@ -98,10 +99,11 @@ extension RunState {
         var duplicates: [Int64] = []
         try rows.forEachRow { r in
             let token = r.string(1)
-            if try probe.contains(token) { duplicates.append(r.int64(0)); return }
+            if try probe.contains(token, app: UInt16(truncatingIfNeeded: r.int(10))) { duplicates.append(r.int64(0)); return }
             try adopt.insert(token: token, file: r.string(2), line: r.int(3), recipientId: r.string(4), apnsId: r.string(5),
                              row: r.int64(0), suppressedAt: nil, timezone: r.optionalString(6),
-                             dueAt: r.optionalDouble(7), variant: r.optionalString(8), rollout: r.int(9) != 0, now: now)
+                             dueAt: r.optionalDouble(7), variant: r.optionalString(8), rollout: r.int(9) != 0,
+                             app: r.int(10), environment: r.int(11), now: now)
             out.recipients += 1
         }
         for rowId in duplicates {
@@ -119,25 +121,33 @@ extension RunState {
     private static func recipientInsert(_ db: Database, run: Int64) throws -> RecipientInsert {
         let statement = try RawStatement(db, sql: """
             INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, status, reason, invalidated_at,
-                                   timezone, due_at, retry_at, variant, rollout)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   timezone, due_at, retry_at, variant, rollout, app, environment)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         return RecipientInsert(statement: statement)
     }
 }
 
-/// Whether the run already has a recipient with this token (the `recipient_token` index).
+/// A token of one app, as the suppression list decides it while reading.
+public struct SuppressedKey: Hashable, Sendable {
+    public var app: UInt16
+    public var token: String
+    public init(app: UInt16, token: String) { self.app = app; self.token = token }
+}
+
+/// Whether the run already has a recipient with this app and token (the `recipient_token` index).
 private struct TokenProbe {
     let statement: RawStatement
 
     init(_ db: Database, run: Int64) throws {
-        statement = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? LIMIT 1")
+        statement = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? AND app = ? LIMIT 1")
         statement.bind(1, run)
     }
 
-    func contains(_ token: String) throws -> Bool {
+    func contains(_ token: String, app: UInt16) throws -> Bool {
         statement.bind(2, token)
+        statement.bind(3, Int(app))
         var found = false
         try statement.forEachRow { _ in found = true }
         return found
@@ -149,7 +159,7 @@ private struct RecipientInsert {
 
     /// `suppressedAt`: the token is on the suppression list (final, whatever its due time).
     func insert(token: String, file: String, line: Int, recipientId: String, apnsId: String, row: Int64, suppressedAt: Int64?,
-                timezone: String?, dueAt: Double?, variant: String?, rollout: Bool, now: Double) throws {
+                timezone: String?, dueAt: Double?, variant: String?, rollout: Bool, app: Int, environment: Int, now: Double) throws {
         var start = RunState.start(dueAt: dueAt, now: now, variant: variant, rollout: rollout)
         if suppressedAt != nil { start = (.suppressed, nil, "suppression_list") }
         statement.bind(2, token)
@@ -166,6 +176,8 @@ private struct RecipientInsert {
         statement.bind(13, start.retryAt)
         statement.bind(14, variant)
         statement.bind(15, rollout ? 1 : 0)
+        statement.bind(16, app)
+        statement.bind(17, environment)
         try statement.execute()
     }
 }

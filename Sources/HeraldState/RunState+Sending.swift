@@ -16,11 +16,17 @@ public struct ClaimedRecipient: Sendable {
     public let claimedAt: Date
     /// Its time zone as the audience wrote it (`schedule`), for quiet hours on a retry.
     public let timezone: String?
+    /// Its app (`RunState.apps`' number) and environment (`APNsEnvironment`'s raw value).
+    public let app: Int
+    public let environment: Int
+    /// Already moved to the other environment after BadDeviceToken (`apns.environment_fallback`).
+    public let fellBack: Bool
 
     public init(seq: Int64, token: DeviceToken, payload: [UInt8], apnsId: String, attempts: Int, headers: RecipientHeaders?, claimedAt: Date,
-                timezone: String? = nil) {
+                timezone: String? = nil, app: Int = 0, environment: Int = 0, fellBack: Bool = false) {
         self.seq = seq; self.token = token; self.payload = payload; self.apnsId = apnsId; self.attempts = attempts
-        self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone
+        self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone; self.app = app; self.environment = environment
+        self.fellBack = fellBack
     }
 }
 
@@ -42,6 +48,9 @@ public struct AttemptOutcome: Sendable {
     public var latencyMs: Int?
     /// When the attempt started (its claim); nil: when it is recorded.
     public var attemptedAt: Date?
+    /// `retry` in the other environment (`apns.environment_fallback`): the recipient's
+    /// `environment` flips and `fallback` is set, in the same transaction as the answer.
+    public var switchesEnvironment = false
 
     public init(seq: Int64, status: StoredStatus, httpStatus: Int? = nil, reason: String = "",
                 responseApnsId: String? = nil, retryAt: Date? = nil, invalidatedAt: Int64? = nil,
@@ -80,7 +89,7 @@ extension RunState {
             guard first < limit else { return first..<first }
             let select = try RawStatement(cached: db, sql: """
                 SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration,
-                       r.timezone, a.payload_reference
+                       r.timezone, a.payload_reference, r.app, r.environment, r.fallback
                 FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
                 WHERE r.run = ?1 AND r.run_attempts < ?3 AND \(condition) ORDER BY \(order) LIMIT ?4
                 """)
@@ -98,7 +107,7 @@ extension RunState {
                                             payload: try payloadReferences.payload(r.bytes(2), reference: r.optionalInt64(9), seq: r.int64(0),
                                                                                      db: db, path: store.path),
                                             apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now,
-                                            timezone: r.optionalString(8)))
+                                            timezone: r.optionalString(8), app: r.int(10), environment: r.int(11), fellBack: r.int(12) != 0))
             }
             return first..<out.count
         }
@@ -243,6 +252,10 @@ extension RunState {
                 update.bind(8, o.latencyMs)
                 update.bind(9, o.seq)
                 try update.execute()
+                if o.switchesEnvironment {
+                    try db.cachedStatement(sql: "UPDATE recipient SET environment = 1 - environment, fallback = 1 WHERE seq = ? AND fallback = 0")
+                        .execute(arguments: [o.seq])
+                }
             }
         }
     }

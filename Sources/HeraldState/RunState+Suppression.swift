@@ -8,6 +8,9 @@ public struct SuppressionCandidate: Sendable {
     public var token: String
     /// `audience.registered_at_field` of the recipient's row, ms since the epoch.
     public var registeredAt: Int64?
+    /// Its app (`RunState.apps`' number) and environment: each has its own list.
+    public var app: Int = 0
+    public var environment: Int = 0
 }
 
 extension RunState {
@@ -26,11 +29,11 @@ extension RunState {
     public func suppressionCandidates(after seq: Int64, limit: Int) throws(StateError) -> [SuppressionCandidate] {
         try read { db in
             try Row.fetchAll(db, sql: """
-                SELECT r.seq, r.token, a.registered_at FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
+                SELECT r.seq, r.token, a.registered_at, r.app, r.environment FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
                 WHERE r.run = ?1 AND r.seq > MAX(?2, (SELECT claimed_through FROM run WHERE id = ?1)) AND r.status IN ('pending', 'scheduled')
                     AND r.attempts = 0 ORDER BY r.seq LIMIT ?3
                 """, arguments: [id, seq, limit]).map {
-                SuppressionCandidate(seq: $0["seq"], token: $0["token"], registeredAt: $0["registered_at"])
+                SuppressionCandidate(seq: $0["seq"], token: $0["token"], registeredAt: $0["registered_at"], app: $0["app"], environment: $0["environment"])
             }
         }
     }
@@ -53,13 +56,14 @@ extension RunState {
 
     /// Streams this run's tokens that APNs answered 410 (Unregistered, ExpiredToken), with their
     /// timestamp and reason, for the suppression list.
-    public func forEachInvalidatedToken(_ body: (_ token: String, _ invalidatedAt: Int64, _ reason: String) throws -> Void) throws(StateError) {
+    /// `route`: the recipient's app and environment (each has its own list).
+    public func forEachInvalidatedToken(_ body: (_ token: String, _ invalidatedAt: Int64, _ reason: String, _ route: (app: Int, environment: Int)) throws -> Void) throws(StateError) {
         try read { db in
             let cursor = try Row.fetchCursor(db, sql: """
-                SELECT token, invalidated_at, reason FROM recipient
+                SELECT token, invalidated_at, reason, app, environment FROM recipient
                 WHERE run = ? AND status = 'failed' AND \(Self.flagged) AND http_status = 410 AND invalidated_at IS NOT NULL ORDER BY seq
                 """, arguments: [id])
-            while let r = try cursor.next() { try body(r["token"], r["invalidated_at"], r["reason"]) }
+            while let r = try cursor.next() { try body(r["token"], r["invalidated_at"], r["reason"], (r["app"], r["environment"])) }
         }
     }
 }

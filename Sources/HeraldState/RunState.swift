@@ -224,23 +224,23 @@ public struct RunState: Sendable {
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS audience_row_token ON audience_row(run, pass, token, id)")
             let valid = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row WHERE run = ? AND pass = ?", arguments: [id, pass]) ?? 0
             let distinct = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? AND pass = ? GROUP BY token)
+                SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? AND pass = ? GROUP BY token, app)
                 """, arguments: [id, pass]) ?? 0
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
             try db.execute(sql: """
-                \(Self.walksRun) UPDATE recipient SET seen_pass = ? WHERE run = ? AND token IN (SELECT token FROM audience_row WHERE run = ? AND pass = ?)
+                \(Self.walksRun) UPDATE recipient SET seen_pass = ? WHERE run = ? AND (token, app) IN (SELECT token, app FROM audience_row WHERE run = ? AND pass = ?)
                 """, arguments: [pass, id, id, pass])
             try db.execute(sql: """
-                \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload) =
-                    (SELECT file, line, recipient_id, id, NULL FROM audience_row a
-                     WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token ORDER BY a.id LIMIT 1)
+                \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload, environment) =
+                    (SELECT file, line, recipient_id, id, NULL, environment FROM audience_row a
+                     WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token AND a.app = recipient.app ORDER BY a.id LIMIT 1)
                 WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled', 'awaiting_winner') AND attempts = 0
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
-                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
-                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, \(Self.dueValues(now: "?4", experiment: try Self.hasExperiment(run: id, db: db))) FROM audience_row a
-                WHERE a.id IN (SELECT MIN(id) FROM audience_row WHERE run = ?2 AND pass = ?3 GROUP BY token)
-                    AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token) ORDER BY a.id
+                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, app, environment, \(Self.dueColumns))
+                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, app, environment, \(Self.dueValues(now: "?4", experiment: try Self.hasExperiment(run: id, db: db))) FROM audience_row a
+                WHERE a.id IN (SELECT MIN(id) FROM audience_row WHERE run = ?2 AND pass = ?3 GROUP BY token, app)
+                    AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token AND r.app = a.app) ORDER BY a.id
                 """, arguments: [pass, id, pass, Date().timeIntervalSince1970])
             let newCount = db.changesCount
             let vanished = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
@@ -266,8 +266,8 @@ public struct RunState: Sendable {
                                 tokenKey: (UnsafeRawBufferPointer) -> TokenKey = TokenKey.init(hex:)) throws {
         let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
         try db.execute(sql: """
-            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(Self.dueColumns))
-            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, \(Self.dueValues(now: "?2", experiment: try hasExperiment(run: run, db: db))) FROM audience_row
+            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, app, environment, \(Self.dueColumns))
+            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, app, environment, \(Self.dueValues(now: "?2", experiment: try hasExperiment(run: run, db: db))) FROM audience_row
             WHERE run = ?1 AND pass = 1 AND id NOT IN (SELECT id FROM temp.duplicate_row) ORDER BY id
             """, arguments: [run, Date().timeIntervalSince1970])
         try db.execute(sql: "DROP TABLE temp.duplicate_row")
@@ -294,10 +294,14 @@ public struct RunState: Sendable {
     static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database,
                                   tokenKey: (UnsafeRawBufferPointer) -> TokenKey) throws -> Int {
         let sorter = ExternalSorter(directory: scratchDirectory)
-        let scan = try RawStatement(db, sql: "SELECT token, id FROM audience_row WHERE run = ? AND pass = ?")
+        let scan = try RawStatement(db, sql: "SELECT token, id, app FROM audience_row WHERE run = ? AND pass = ?")
         scan.bind(1, run)
         scan.bind(2, pass)
-        try scan.forEachRow { row in try sorter.insert(TokenEntry(key: tokenKey(row.bytes(0)), id: row.int64(1))) }
+        try scan.forEachRow { row in
+            var key = tokenKey(row.bytes(0))
+            key.app = UInt16(truncatingIfNeeded: row.int(2))
+            try sorter.insert(TokenEntry(key: key, id: row.int64(1)))
+        }
         // In the temp database (its own small cache, spilling to a temp file): bounded memory
         // however many duplicates there are.
         try db.execute(sql: "CREATE TEMP TABLE duplicate_row (id INTEGER PRIMARY KEY)")
@@ -385,8 +389,8 @@ struct StagedRowInsert {
         self.run = run
         statement = try RawStatement(db, sql: """
             INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                      registered_at, timezone, due_at, payload_reference, variant, rollout)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      registered_at, timezone, due_at, payload_reference, variant, rollout, app, environment)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         statement.bind(2, pass)
@@ -427,6 +431,8 @@ struct StagedRowInsert {
             insert.bind(15, referenceId)
             if let variant { insert.bindStatic(16, text: UnsafeRawBufferPointer(rebasing: buffer[variant])) } else { insert.bindNull(16) }
             insert.bind(17, r.rollout ? 1 : 0)
+            insert.bind(18, Int(r.app))
+            insert.bind(19, Int(r.environment))
             try insert.execute()
         }
         if let arm = r.arm {

@@ -76,6 +76,21 @@ enum SharedSchema {
                 """, arguments: [category, Double(FrequencyCap.silentBudgetWindow)])
             try db.execute(sql: "DROP TABLE silent_push")
         }
+        // `apns.environment_fallback` (docs/many-apps.md#environment-fallback): the APNs environment
+        // that accepted a token after the other answered BadDeviceToken, per topic and token, so
+        // later campaigns send it there first. `environment` is `production` or `sandbox`.
+        m.registerMigration("6-token-environment") { db in
+            try db.execute(sql: """
+                CREATE TABLE token_environment (
+                    topic TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    campaign TEXT NOT NULL,
+                    recorded_at TEXT NOT NULL,
+                    PRIMARY KEY (topic, token)
+                ) WITHOUT ROWID
+                """)
+        }
         return m
     }
 }

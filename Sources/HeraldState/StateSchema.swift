@@ -295,6 +295,30 @@ enum StateSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Many apps in one campaign (docs/many-apps.md): `run_app` numbers the apps a run's rows
+        // belong to (by name, so a job that reorders `apns.apps` finds its apps again), and each
+        // staged row and recipient keeps its `app` (that number) and `environment` (0 production,
+        // 1 sandbox). `run.routed`: the run's reports and events say which app and environment.
+        // `recipient.fallback` 1: moved to the other environment once after BadDeviceToken
+        // (`apns.environment_fallback`), never again.
+        // A job without `apns.apps` has one app, 0, named "".
+        m.registerMigration("12-apps") { db in
+            try db.execute(sql: """
+                ALTER TABLE run ADD COLUMN routed INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE run_app (
+                    run INTEGER NOT NULL,
+                    app INTEGER NOT NULL,
+                    name TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    PRIMARY KEY (run, app)
+                ) WITHOUT ROWID;
+                ALTER TABLE audience_row ADD COLUMN app INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE audience_row ADD COLUMN environment INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN app INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN environment INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN fallback INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return m
     }
 }

@@ -24,6 +24,9 @@ public struct OutboxEvent: Sendable, Equatable {
     /// (nil: no experiment).
     public var variant: String? = nil
     public var rollout: Bool? = nil
+    /// Many apps: the recipient's app name and environment (nil: a run for one app in one environment).
+    public var app: String? = nil
+    public var environment: String? = nil
 
     public init(id: Int64, runId: String, campaign: String, recipientId: String, token: String, apnsId: String, status: RecipientStatus,
                 reason: String, httpStatus: Int?, invalidatedAt: Int64?, at: String) {
@@ -78,8 +81,9 @@ extension StateStore {
         try read { db in
             let select = try RawStatement(cached: db, sql: """
                 SELECT o.id, u.run_id, u.campaign, r.recipient_id, r.token, r.apns_id, o.status, o.reason, o.http_status,
-                       o.invalidated_at, o.at, u.broadcast, r.variant, r.rollout
+                       o.invalidated_at, o.at, u.broadcast, r.variant, r.rollout, u.routed, p.name, r.environment
                 FROM event_outbox o JOIN recipient r ON r.seq = o.recipient JOIN run u ON u.id = r.run
+                LEFT JOIN run_app p ON p.run = r.run AND p.app = r.app
                 WHERE o.id > ?1 ORDER BY o.id LIMIT ?2
                 """)
             defer { select.clearBindings() }
@@ -96,6 +100,10 @@ extension StateStore {
                 if variant != nil || rollout {
                     out[out.count - 1].variant = variant
                     out[out.count - 1].rollout = rollout
+                }
+                if r.int64(14) == 1 {
+                    out[out.count - 1].app = r.optionalString(15)
+                    out[out.count - 1].environment = r.int64(16) == 1 ? APNsEnvironment.sandbox.name : APNsEnvironment.production.name
                 }
             }
             return out

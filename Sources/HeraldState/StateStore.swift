@@ -188,6 +188,10 @@ public struct IngestBatch: Sendable {
         public var arm: ExperimentArm? = nil
         public var variant: String? { arm?.variant }
         public var rollout: Bool { arm?.rollout ?? false }
+        /// The recipient's app (`RunState.apps`' number) and environment (`APNsEnvironment`'s raw
+        /// value): deduplication is per app and token.
+        public var app: UInt16 = 0
+        public var environment: UInt8 = 0
         public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
                     headers: RecipientHeaders? = nil, registeredAt: Int64? = nil, timezone: String? = nil, dueAt: Double? = nil,
                     arm: ExperimentArm? = nil) {

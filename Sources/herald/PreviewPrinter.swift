@@ -23,6 +23,8 @@ final class PreviewPrinter {
     private let ledger: SharedStore?
     /// Whether the ledger has this herald's schema; the preview never migrates it.
     private let ledgerIsCurrent: Bool
+    /// `apns.apps`, `audience.environment_field`: each row's app and environment.
+    private let routing: AppRouting?
 
     init(spec: JobSpec, payloads: PayloadRenderer, headers: HeaderRenderer, experiment: ExperimentRenderers?, now: Int) {
         self.spec = spec; self.payloads = payloads; self.headers = headers; self.experiment = experiment; self.now = now
@@ -34,16 +36,26 @@ final class PreviewPrinter {
         ledger = !spec.deviceCaps().isEmpty && FileManager.default.fileExists(atPath: shared)
             ? volume.flatMap { try? SharedStore(path: shared, readOnly: true, volume: $0) } : nil
         ledgerIsCurrent = ledger?.isCurrent ?? true
+        routing = spec.isRouted ? AppRouting(job: spec) : nil
     }
 
     func printJob() {
         let p = spec.push
         write("job       \(spec.jobFile)  (campaign \(spec.campaign))")
         let priority = p.priorityTemplate.map { "priority \($0) per recipient" } ?? "priority \(p.priority)"
-        write("push      \(p.type.rawValue), \(priority), topic \(headers.topic), payload limit \(payloads.limit) bytes, "
+        let topic = spec.apns.apps.isEmpty ? "topic \(headers.topic)" : "each app's topic"
+        write("push      \(p.type.rawValue), \(priority), \(topic), payload limit \(payloads.limit) bytes, "
               + "missing_field \(p.missingField.rawValue), oversize \(p.oversize.rawValue)")
         if !p.locales.isEmpty {
             write("locales   \(p.locales.map(\.locale).joined(separator: ", ")) (field \(spec.audience.localeField ?? "none: audience.locale_field is not set"))")
+        }
+        if spec.isRouted {
+            for app in spec.apns.appList {
+                let name = app.name.isEmpty ? "" : "\(app.name): "
+                let environments = spec.audience.environmentField != nil || spec.apns.environmentFallback
+                    ? APNsEnvironment.allCases : [spec.apns.defaultEnvironment]
+                write("app       \(name)topic \(app.topic), " + environments.map { "\($0.name) \(Self.endpoint(spec, $0))" }.joined(separator: ", "))
+            }
         }
         if let e = spec.experiment {
             let share = e.testShare.map { "test_share \(ExperimentSpec.percentText($0))" } ?? "no test_share (every recipient gets a variant)"
@@ -73,6 +85,19 @@ final class PreviewPrinter {
     }
 
     private func printRecipient(_ record: AudienceRecord) {
+        var app: AppSpec?
+        var environment = spec.apns.defaultEnvironment
+        if let routing {
+            switch routing.route(record) {
+            case .invalid(let row):
+                let field = row.field.isEmpty ? "" : " (\(row.field))"
+                write("── \(row.location): invalid row, not sent: \(row.reason.rawValue)\(field): \(row.detail)")
+                return
+            case .route(let number, let e):
+                app = routing.app(number: Int(number))
+                environment = e
+            }
+        }
         var payloads = self.payloads, headers = self.headers
         var arm: String?
         if let experiment {
@@ -100,8 +125,12 @@ final class PreviewPrinter {
         }
         if let id = spec.audience.idField.flatMap({ record.fields[$0]?.text }), !id.isEmpty { title += " · id \(id)" }
         write(title)
+        if let app {
+            let name = app.name.isEmpty ? "" : "\(app.name), "
+            write("app       \(name)topic \(app.topic), \(environment.name) \(Self.endpoint(spec, environment))")
+        }
         if let arm { write(arm) }
-        if let line = policyLine(record) { write(line) }
+        if let line = policyLine(record, topic: app?.topic ?? headers.topic) { write(line) }
 
         let rendered: RenderedHeaders
         switch headers.render(record) {
@@ -111,6 +140,8 @@ final class PreviewPrinter {
         }
         switch payloads.render(record, locale: locale) {
         case .payload(let bytes):
+            var rendered = rendered
+            if let app { rendered.topic = (try? spec.push.type.topic(for: app.topic).get()) ?? app.topic }
             for (name, value) in spec.isBroadcast ? broadcastFields(record, rendered) : rendered.fields(sentAt: now) {
                 write("\(name): \(value)\(name == "apns-expiration" ? Self.expirationNote(rendered.expiration) : "")")
             }
@@ -133,7 +164,7 @@ final class PreviewPrinter {
 
     /// The recipient's time zone and due time (`schedule`) and its frequency-cap verdict, if the
     /// run started now: `schedule  Europe/Paris · due 2026-12-01T08:00:00Z · capped: 3 pushes in the last 24h`.
-    private func policyLine(_ record: AudienceRecord) -> String? {
+    private func policyLine(_ record: AudienceRecord, topic: String) -> String? {
         var parts: [String] = []
         if let planner {
             var name = planner.spec.defaultTimezone
@@ -156,7 +187,7 @@ final class PreviewPrinter {
             }
             var verdict = "\(name): room"
             for limit in cap.limits {
-                let n = (try? ledger?.pushCount(cap, topic: headers.topic, token: record.token.hex,
+                let n = (try? ledger?.pushCount(cap, topic: topic, token: record.token.hex,
                                                 window: Double(limit.per), now: Date(timeIntervalSince1970: Double(now)))) ?? 0
                 if n >= limit.max {
                     let what = cap.isSilentBudget ? "over the silent-push budget" : "capped"
@@ -194,5 +225,10 @@ final class PreviewPrinter {
     private func flush() {
         FileHandle.standardOutput.write(Data(out.utf8))
         out = ""
+    }
+
+    /// Where an environment's pushes go: its URL, or the in-process simulator.
+    static func endpoint(_ spec: JobSpec, _ environment: APNsEnvironment) -> String {
+        spec.apns.baseURL(for: environment) ?? "(the in-process simulator)"
     }
 }

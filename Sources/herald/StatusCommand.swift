@@ -90,6 +90,10 @@ struct StatusCommand: ParsableCommand {
                 let counts = RecipientStatus.allCases.compactMap { st in arm.counts[st].map { "\(Output.number($0)) \(st.rawValue)" } }
                 lines.append("variant   \(arm.label): \(Output.number(arm.total)) recipients: \(counts.joined(separator: ", "))")
             }
+            for app in r.apps {
+                let counts = RecipientStatus.allCases.compactMap { st in app.counts[st].map { "\(Output.number($0)) \(st.rawValue)" } }
+                lines.append("app       \(app.app.isEmpty ? "(the job's app)" : app.app) \(app.environment): \(Output.number(app.total)) recipients: \(counts.joined(separator: ", "))")
+            }
             lines.append("activity  last \(r.lastActivity ?? "-")")
             lines.append("reports   \(r.reportsDir)/")
         }
@@ -110,6 +114,7 @@ struct StatusCommand: ParsableCommand {
                 .init("reports", .string(r.reportsDir)),
                 .init("next_due_at", r.nextDue.map { .string(Self.iso($0)) } ?? .null),
                 .init("experiment", r.experiment.isEmpty ? .null : Summary.experimentJSON(r.experiment)),
+                .init("apps", r.apps.isEmpty ? .null : Summary.appsJSON(r.apps)),
             ])
         }
         return JSONValue.object([

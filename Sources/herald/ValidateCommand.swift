@@ -62,6 +62,13 @@ enum ValidateReport {
         for f in r.files {
             lines.append("file      \(f.name): \(n(f.rows)) rows, \(n(f.bytes)) bytes, \(f.compressed ? "gzip" : "plain") \(f.format.rawValue)")
         }
+        for app in r.apps {
+            let name = app.name.isEmpty ? app.topic : "\(app.name) (\(app.topic))"
+            let environments = APNsEnvironment.allCases.compactMap { e in
+                app.rows[e].map { "\(n($0)) \(e.name) (\(app.endpoints[e] ?? ""))" }
+            }
+            lines.append("app       \(name): \(n(app.distinct)) distinct tokens" + (environments.isEmpty ? "" : "; rows: " + environments.joined(separator: ", ")))
+        }
         if !r.firstInvalid.isEmpty {
             lines.append(r.invalid > 5 ? "first 5 of \(n(r.invalid)) invalid rows:" : "invalid rows:")
             for row in r.firstInvalid.prefix(5) {
@@ -99,6 +106,14 @@ enum ValidateReport {
             .init("invalid_by_reason", .object(sortedReasons(r).map { .init($0.key, number($0.value)) })),
             .init("files", .array(files)),
             .init("first_invalid", .array(examples)),
+        ]
+        if !r.apps.isEmpty {
+            members.append(.init("apps", .array(r.apps.map { app in
+                .object([.init("app", .string(app.name)), .init("topic", .string(app.topic)), .init("distinct", number(app.distinct))]
+                        + APNsEnvironment.allCases.map { .init($0.name, number(app.rows[$0] ?? 0)) })
+            })))
+        }
+        members += [
             .init("seconds", .number(String(format: "%.3f", r.seconds))),
         ]
         if r.depth == .full {

@@ -245,7 +245,7 @@ import Glibc
         #expect(r.stdout.contains("4 throttled") && r.stdout.contains("window_missed 4"), "\(r.stdout)")
         #expect(try answered("missed").isEmpty)
         let csv = try String(contentsOfFile: dir.file("reports/missed/deliveries.csv"), encoding: .utf8)
-        #expect(csv.contains(",throttled,,window_missed,") && csv.contains(",Pacific/Kiritimati,,,,\n") && csv.contains(",+14:00,,,,\n"), "\(csv)")
+        #expect(csv.contains(",throttled,,window_missed,") && csv.contains(",Pacific/Kiritimati,,,,,,\n") && csv.contains(",+14:00,,,,,,\n"), "\(csv)")
     }
 
     /// `quiet_hours` hold retries too: a recipient whose first attempt failed in a run without quiet

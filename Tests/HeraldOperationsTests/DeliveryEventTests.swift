@@ -38,8 +38,9 @@ import Glibc
         #expect(out.last == UInt8(ascii: "\n") && out.filter { $0 == UInt8(ascii: "\n") }.count == 1)
         let o = try #require(try JSONSerialization.jsonObject(with: Data(out)) as? [String: Any])
         #expect(Set(o.keys) == ["event_id", "type", "at", "campaign", "run_id", "shard", "recipient_id", "token", "apns_id",
-                                "status", "reason", "http_status", "invalidated_at", "channel_id", "variant", "rollout"])
+                                "status", "reason", "http_status", "invalidated_at", "channel_id", "variant", "rollout", "app", "environment"])
         #expect(o["variant"] is NSNull && o["rollout"] is NSNull, "no experiment")
+        #expect(o["app"] is NSNull && o["environment"] is NSNull, "one app in one environment")
         #expect(o["channel_id"] is NSNull && o["token"] as? String != nil, "a device push names its token")
         #expect(o["event_id"] as? String == "r1.7" && o["type"] as? String == "unregistered" && o["status"] as? String == "failed")
         #expect(o["recipient_id"] as? String == "u-\"1\"" && o["shard"] as? String == "1/4" && o["http_status"] as? Int == 410)

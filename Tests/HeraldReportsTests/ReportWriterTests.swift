@@ -21,11 +21,11 @@ import Testing
         let summary = try writer.write(state: fx.state, campaign: "c", run: fx.run, finishedAt: nil)
 
         let deliveries = try lines(writer.deliveriesPath)
-        #expect(deliveries[0] == "file,line,recipient_id,token,status,http_status,reason,apns_id,attempts,first_attempt_at,last_attempt_at,apns_unique_id,latency_ms,invalidated_at,timezone,due_at,channel_id,variant,rollout")
+        #expect(deliveries[0] == "file,line,recipient_id,token,status,http_status,reason,apns_id,attempts,first_attempt_at,last_attempt_at,apns_unique_id,latency_ms,invalidated_at,timezone,due_at,channel_id,variant,rollout,app,environment")
         #expect(deliveries.count == 7)
         #expect(deliveries[1].hasPrefix("\"a, \"\"b\"\".csv\",2,u0,\(ReportFixture.token(1)),sent,200,,"))
-        #expect(deliveries[1].hasSuffix(",uniq-0,10,,,,,,"), "no schedule: no time zone, no due time; a token, not a channel; no experiment")
-        #expect(deliveries[4].hasSuffix(",,40,2023-11-14T22:13:20.123Z,,,,,"))
+        #expect(deliveries[1].hasSuffix(",uniq-0,10,,,,,,,,"), "no schedule: no time zone, no due time; a token, not a channel; no experiment; one app")
+        #expect(deliveries[4].hasSuffix(",,40,2023-11-14T22:13:20.123Z,,,,,,,"))
         #expect(deliveries[6].contains(",pending,,,"))
 
         let ndjson = try lines(fx.dir.file("out/deliveries.ndjson"))
@@ -39,8 +39,8 @@ import Testing
         #expect(!ndjson.contains { $0.contains("\"\"") }, "no empty string in deliveries.ndjson")
 
         #expect(try lines(fx.dir.file("out/unregistered.csv")) == [
-            "token,reason,invalidated_at,recipient_id,file,line,apns_id",
-            "\(ReportFixture.token(4, prefix: "dead")),Unregistered,2023-11-14T22:13:20.123Z,u3,\"a, \"\"b\"\".csv\",5,00000000-0000-5000-8000-000000000003",
+            "token,reason,invalidated_at,recipient_id,file,line,apns_id,app,environment",
+            "\(ReportFixture.token(4, prefix: "dead")),Unregistered,2023-11-14T22:13:20.123Z,u3,\"a, \"\"b\"\".csv\",5,00000000-0000-5000-8000-000000000003,,",
         ])
         let rejected = try lines(fx.dir.file("out/rejected-tokens.csv"))
         #expect(rejected.count == 2 && rejected[1].hasPrefix("\(ReportFixture.token(5, prefix: "badd")),BadDeviceToken,400,u4,"))

@@ -79,7 +79,7 @@ import Testing
         _ = try run.prepareSendWhileReading()
         let now = Date().timeIntervalSince1970
         let due: [Int: Double] = [2: now + 100, 3: .infinity]
-        _ = try run.ingestWhileSending(batch(4) { due[$0] }, suppressed: [token(4).hex: 9])
+        _ = try run.ingestWhileSending(batch(4) { due[$0] }, suppressed: [SuppressedKey(app: 0, token: token(4).hex): 9])
         let s = try statuses(store)
         #expect(s[token(1).hex] == "pending//+05:30" && s[token(2).hex] == "scheduled//Europe/Paris")
         #expect(s[token(3).hex] == "throttled/window_missed/+05:30" && s[token(4).hex] == "suppressed/suppression_list/Europe/Paris")

@@ -65,7 +65,7 @@ import Testing
         _ = try r.lastAttemptAt()
         try r.forEachDeliveryColumns { _ in }
         try r.forEachInvalid { _ in }
-        try r.forEachInvalidatedToken { _, _, _ in }
+        try r.forEachInvalidatedToken { _, _, _, _ in }
         // Delivery events: each outcome above wrote one; a sink reads and marks them.
         let events = try r.store.events(after: r.store.eventCursor(sink: "url"), limit: 10)
         #expect(!events.isEmpty)

@@ -75,7 +75,7 @@ import Testing
         #expect(f.counters.connectionsOpened == 4 && f.counters.jwtsSigned == 2 && f.counters.retries == 6 && f.counters.throttleDeferrals == 5)
 
         var dead: [(String, Int64, String)] = []
-        try run.forEachInvalidatedToken { dead.append(($0, $1, $2)) }
+        try run.forEachInvalidatedToken { t, at, reason, _ in dead.append((t, at, reason)) }
         #expect(dead.count == 1 && dead[0].0 == token(2).hex && dead[0].1 == 1_700_000_000_123 && dead[0].2 == "Unregistered")
     }
 

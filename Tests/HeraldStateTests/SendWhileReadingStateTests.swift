@@ -36,7 +36,7 @@ import Testing
                 "claimable before the audience is read; the first row of a token wins")
         let hex4 = String(format: "%064x", 4)
         let second = try run.ingestWhileSending(batch([3, 4, 2, 5], firstLine: 6),
-                                                suppressed: [hex4: 1_700_000_000_000])
+                                                suppressed: [SuppressedKey(app: 0, token: hex4): 1_700_000_000_000])
         #expect(second.recipients == 2 && second.duplicates == 2 && second.suppressed == 1)
         let next = try run.commit([], maxAttempts: 5, claim: 10)
         #expect(next.map(\.token.hex) == [String(format: "%064x", 5)], "a suppressed token is never claimable")

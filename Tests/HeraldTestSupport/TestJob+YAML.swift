@@ -20,6 +20,7 @@ extension TestJob {
             ("format", a.format), ("token_field", a.tokenField), ("channel_field", a.channelField),
             ("locale_field", a.localeField), ("id_field", a.idField), ("timezone_field", a.timezoneField),
             ("registered_at_field", a.registeredAtField), ("max_invalid_rows", a.maxInvalidRows),
+            ("app_field", a.appField), ("environment_field", a.environmentField),
             ("prescan", a.prescan.map(String.init)), ("allow_empty", a.allowEmpty.map(String.init)),
         ])
         if !audienceKeys.isEmpty { lines.append("audience: { \(audienceKeys) }") }
@@ -28,7 +29,8 @@ extension TestJob {
         let n = apns
         for (key, value) in [
             ("endpoint", Self.scalar(n.endpoint)), ("channels_endpoint", n.channelsEndpoint), ("ca_file", n.caFile),
-            ("topic", Self.scalar(n.topic)), ("connections", n.connections.map(String.init)),
+            ("topic", n.apps == nil ? Self.scalar(n.topic) : nil), ("endpoints", n.endpoints),
+            ("environment_fallback", n.environmentFallback.map(String.init)), ("connections", n.connections.map(String.init)),
             ("streams_per_connection", n.streamsPerConnection.map(String.init)), ("request_timeout", n.requestTimeout),
             ("ping_interval", n.pingInterval), ("ping_timeout", n.pingTimeout), ("engine", n.engine),
             ("auth", n.keyFile.map { "{ team_id: \(TestKey.teamId), key_id: \(TestKey.keyId), key_file: \(Self.quoted($0)) }" }),
@@ -37,6 +39,7 @@ extension TestJob {
         ] as [(String, String?)] {
             if let value { lines.append("  \(key): \(value)") }
         }
+        if let apps = n.apps { lines += ["  apps:"] + apps.map { "    - \($0)" } }
         if let extra = n.extra { lines.append(extra) }
 
         lines.append("push:")

@@ -60,6 +60,9 @@ public struct TestJob: Sendable {
         public var idField: String?
         public var timezoneField: String?
         public var registeredAtField: String?
+        /// `app_field`, `environment_field` (many apps).
+        public var appField: String?
+        public var environmentField: String?
         /// A count or a percentage: `2`, `100%`.
         public var maxInvalidRows: String?
         public var prescan: Bool?
@@ -74,6 +77,11 @@ public struct TestJob: Sendable {
         public var channelsEndpoint: String?
         public var caFile: String?
         public var topic = "com.example.app"
+        /// `apns.apps`, one YAML flow mapping per app (`{ name: a, topic: com.a }`); `topic` is then not written.
+        public var apps: [String]?
+        /// `apns.endpoints`, a YAML flow mapping; `apns.environment_fallback`.
+        public var endpoints: String?
+        public var environmentFallback: Bool?
         /// The .p8 file of a provider token (`TestKey.teamId`, `TestKey.keyId`).
         public var keyFile: String?
         /// `apns.certificate`, a YAML flow mapping.
