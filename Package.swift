@@ -108,6 +108,7 @@ let package = Package(
         ]),
         .testTarget(name: "HeraldPipelineTests", dependencies: [
             "HeraldPipeline", "HeraldJob", "HeraldCore", "HeraldState", "HeraldAudience", "HeraldReports", "HeraldPayload", "HeraldTestSupport",
+            .product(name: "Logging", package: "swift-log"),
         ]),
     ],
     swiftLanguageModes: [.v6]

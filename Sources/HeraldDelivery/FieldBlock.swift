@@ -18,12 +18,18 @@ struct FieldBlock {
     }
 
     private(set) var bytes: [UInt8] = []
-    private var shared: [UInt8] = []
-    private var sharedKey: SharedKey?
+    /// The shared fields of the last few keys, most recent last: a pool sending for several apps
+    /// of one team (docs/many-apps.md) alternates between their topics, and packing the shared
+    /// fields again on every request would cost more than the request's own.
+    private var recent: [(key: SharedKey, fields: [UInt8])] = []
+    static let recentKeys = 8
 
     mutating func prepare(_ r: PushRequest, for destination: PushDestination, key: SharedKey, jwt: String?) {
-        if key != sharedKey {
-            shared.removeAll(keepingCapacity: true)
+        var found = recent.count - 1
+        while found >= 0 && recent[found].key != key { found -= 1 }
+        if found < 0 {
+            if recent.count == Self.recentKeys { recent.removeFirst() }
+            var shared: [UInt8] = []
             switch destination {
             case .devices:
                 // https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns
@@ -42,7 +48,8 @@ struct FieldBlock {
                 Self.append(&shared, "apns-expiration", String(r.expiration ?? 0).utf8)
             }
             if let jwt { Self.append(&shared, "authorization", "bearer \(jwt)".utf8) }
-            sharedKey = key
+            recent.append((key, shared))
+            found = recent.count - 1
         }
         bytes.removeAll(keepingCapacity: true)
         switch destination {
@@ -59,7 +66,7 @@ struct FieldBlock {
             Self.append(&bytes, "apns-request-id", r.apnsId.utf8, unique: true)
         }
         Self.append(&bytes, "content-length", String(r.payload.count).utf8)
-        bytes.append(contentsOf: shared)
+        bytes.append(contentsOf: recent[found].fields)
     }
 
     /// A broadcast's path: every channel of an app shares it.

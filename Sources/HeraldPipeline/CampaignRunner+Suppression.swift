@@ -19,7 +19,11 @@ extension CampaignRunner {
     /// The list of one app's topic in one environment. The environment is named as the job's
     /// `endpoint` names it for the default one (as every list before `apns.apps` was), or by the
     /// URL `apns.endpoints` sends it to: a rehearsal never feeds or reads Apple's lists.
-    func suppressionScope(app: AppSpec, environment: APNsEnvironment) -> SharedStore.SuppressionScope {
+    /// `routed`: whether the run's recipients say their environment; a run that does not (one app,
+    /// no environment field, or recipients recorded before there were environments) sends to the
+    /// job's `endpoint`, whatever a recipient's stored environment says.
+    func suppressionScope(app: AppSpec, environment: APNsEnvironment, routed: Bool) -> SharedStore.SuppressionScope {
+        let environment = routed ? environment : spec.apns.defaultEnvironment
         let topic = (try? spec.push.type.topic(for: app.topic).get()) ?? app.topic
         let name = spec.apns.endpoints[environment] ?? (environment == spec.apns.defaultEnvironment ? spec.apns.endpoint.name : environment.name)
         return SharedStore.SuppressionScope(environment: name, topic: topic)
@@ -68,7 +72,7 @@ extension CampaignRunner {
             var lists: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
             for (app, number) in zip(routing.apps, routing.numbers) {
                 for environment in APNsEnvironment.allCases {
-                    let scope = suppressionScope(app: app, environment: environment)
+                    let scope = suppressionScope(app: app, environment: environment, routed: spec.isRouted)
                     if try shared.suppressionCount(scope: scope) > 0 { lists[.init(app: number, environment: environment.rawValue)] = scope }
                 }
             }
@@ -87,17 +91,18 @@ extension CampaignRunner {
             let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
             let apps = try state.apps()
             let jobApps = spec.apns.appList
+            let routed = try state.isRouted()
             var scopes: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
             for app in apps {
-                // A run from before apps were numbered has none: its one app is the job's.
-                guard let spec = apps.count == 0 ? jobApps.first : jobApps.first(where: { $0.name == app.name }) else { continue }
+                guard let job = jobApps.first(where: { $0.name == app.name }) else { continue }
                 for environment in APNsEnvironment.allCases {
-                    scopes[.init(app: app.number, environment: environment.rawValue)] = suppressionScope(app: spec, environment: environment)
+                    scopes[.init(app: app.number, environment: environment.rawValue)] = suppressionScope(app: job, environment: environment, routed: routed)
                 }
             }
+            // A run from before apps were numbered has none: its one app is the job's.
             if apps.isEmpty, let only = jobApps.first {
                 for environment in APNsEnvironment.allCases {
-                    scopes[.init(app: 0, environment: environment.rawValue)] = suppressionScope(app: only, environment: environment)
+                    scopes[.init(app: 0, environment: environment.rawValue)] = suppressionScope(app: only, environment: environment, routed: false)
                 }
             }
             var batches: [SuppressionLists.Route: [SuppressedToken]] = [:]

@@ -175,6 +175,7 @@ public final class CampaignRunner {
                                              registeredAtField: spec.audience.registeredAtField,
                                              dueTimes: spec.schedule.map { _ in DueTimes(job: spec, now: started, runStarted: run.startDate) })
             if spec.isRouted { renderer.routing = routing }
+            renderer.defaultRoute = .init(app: routing.numbers[0], environment: spec.apns.defaultEnvironment)
             if let experiment = spec.experiment {
                 renderer.experiment = try Self.wrap(.preparing) { () throws(PayloadTemplateError) in
                     try ExperimentRenderers(job: spec, experiment: experiment, campaign: run.campaign)

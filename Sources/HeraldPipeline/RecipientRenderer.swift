@@ -37,13 +37,16 @@ struct RecipientRenderer {
     /// `apns.apps` and `audience.environment_field`: each row's app and environment, decided
     /// first (a row for an app the job does not have is not rendered); nil: the one app.
     var routing: AppRouting? = nil
+    /// Every row's app and environment when there is no `routing`: the one app's number and the
+    /// job's `endpoint`'s environment (the suppression list a sandbox job's 410s go to is the sandbox's).
+    var defaultRoute = Route()
 
     /// Fields every recipient's payload needs (`PayloadRenderer.fieldsEveryRowNeeds`; with an
     /// experiment, those every variant needs).
     var fieldsEveryRowNeeds: [(column: String, usedBy: String)] { experiment?.fieldsEveryRowNeeds ?? payload.fieldsEveryRowNeeds }
 
     func render(_ record: AudienceRecord) -> Outcome {
-        guard let routing else { return render(record, route: Route()) }
+        guard let routing else { return render(record, route: defaultRoute) }
         switch routing.route(record) {
         case .invalid(let row): return .invalid(row)
         case .route(let app, let environment): return render(record, route: Route(app: app, environment: environment))

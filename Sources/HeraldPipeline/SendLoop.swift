@@ -43,17 +43,18 @@ final class SendLoop {
     private var outstanding: [Int64: Outstanding] = [:]
     /// BadDeviceToken/DeviceTokenNotForTopic answers held back until their route's environment
     /// guard decides, by route (`SendRoutes.route`).
-    private var held: [Int: [AttemptOutcome]] = [:]
+    private var held: [[AttemptOutcome]]
     private var toRecord: [AttemptOutcome] = []
     private var toRelease: [Int64] = []
     private var toExhaust: [Int64] = []
     /// First attempt in this run of recipients being retried (for `retry.max_elapsed`).
     private var firstTry: [Int64: Date] = [:]
-    /// Per pool: a wrong answer storm at one endpoint or credential does not pause the others.
-    private var breakers: [Int: CircuitBreaker] = [:]
-    private var adaptive: [Int: AdaptiveConcurrency] = [:]
-    /// Per route (app and environment): a wrong-environment storm in one app stops that app only.
-    private var guards: [Int: EnvironmentGuard] = [:]
+    /// By pool: server errors at one endpoint or credential do not pause the others. (Arrays,
+    /// not dictionaries: they are read on every answer.)
+    private var breakers: [CircuitBreaker]
+    private var adaptive: [AdaptiveConcurrency]
+    /// By route (app and environment): a wrong-environment storm in one app stops that app only.
+    private var guards: [EnvironmentGuard]
     /// By pool and connection (`pool << 16 | connection`).
     private var lastFailureEvent: [Int: Int] = [:]
     /// The first abort-class answer (what a one-app campaign's message says).
@@ -91,10 +92,14 @@ final class SendLoop {
         // memory held (its payload, ids and bookkeeping): at 8 × 1,000 streams, 6,000 fewer of them.
         claimChunk = max(1, min(window / 2, 1_000))
         cap = window + 2 * claimChunk
+        breakers = (0..<sender.poolCount).map { _ in CircuitBreaker() }
+        adaptive = (0..<sender.poolCount).map { AdaptiveConcurrency(maximum: sender.streams(pool: $0)) }
+        guards = (0..<routes.routeCount).map { _ in EnvironmentGuard(broadcast: spec.isBroadcast) }
+        held = Array(repeating: [], count: routes.routeCount)
     }
 
     private var halting: Bool { stopped.count >= routes.apps.count || trustFailure != nil || gate.deadlinePassed || stopRequested() }
-    private var tripped: EnvironmentGuard? { guards.values.first { $0.verdict == .tripped } }
+    private var tripped: EnvironmentGuard? { guards.first { $0.verdict == .tripped } }
 
     func run() throws(RunFailure) -> CampaignRunner.SendResult {
         try CampaignRunner.wrap(.preparing) { () throws(StateError) in
@@ -207,8 +212,8 @@ final class SendLoop {
             nextClaimAt = .distantPast
             return true
         }
-        if let route = guards.first(where: { $0.value.verdict == .undecided })?.key {
-            settleGuard(route, guards[route]!.finish())
+        if let route = guards.indices.first(where: { guards[$0].verdict == .undecided && guards[$0].answered > 0 }) {
+            settleGuard(route, guards[route].finish())
             return true
         }
         var next = try CampaignRunner.wrap(.sending) { () throws(StateError) in try state.nextRetryTime(maxAttempts: maxAttempts) }
@@ -258,10 +263,10 @@ final class SendLoop {
             toRecord.append(outcome)
         case .failed(let outcome, let reason):
             firstTry.removeValue(forKey: seq)
-            if let guardian = guards[route], guardian.holds(reason) {
-                switch guardian.verdict {
+            if guards[route].holds(reason) {
+                switch guards[route].verdict {
                 case .undecided where stopped[o.claimed.app] != nil: toRelease.append(seq)
-                case .undecided: held[route, default: []].append(outcome)
+                case .undecided: held[route].append(outcome)
                 case .tripped: toRelease.append(seq)
                 case .passed: toRecord.append(outcome)
                 }
@@ -302,32 +307,32 @@ final class SendLoop {
             lastFailureEvent[connection] = r.event
         }
         let pools = sender.poolCount > 1
-        if sample, let until = breakers[r.pool, default: CircuitBreaker()].record(failure: AnswerMeaning.isServerFailure(r.outcome), now: Date()) {
+        if sample, let until = breakers[r.pool].record(failure: AnswerMeaning.isServerFailure(r.outcome), now: Date()) {
             logger.warning("most recent answers are server errors or lost connections: pausing \(pools ? routes.poolName(r.pool) : "all sending") until \(until) (circuit breaker)")
             sender.pause(pool: r.pool, until: until)
         }
-        if sample, let limit = adaptive[r.pool, default: AdaptiveConcurrency(maximum: sender.streams(pool: r.pool))]
-            .record(pushback: AnswerMeaning.isPushback(r.outcome)) {
+        if sample, let limit = adaptive[r.pool].record(pushback: AnswerMeaning.isPushback(r.outcome)) {
             logger.info("streams per connection\(pools ? " of " + routes.poolName(r.pool) : "") now \(limit) (adaptive concurrency)")
             sender.setStreamLimit(pool: r.pool, limit)
         }
-        guard case .answered(let status, _, let reason, _) = r.outcome, stopped[c.app] == nil else { return }
-        if guards[route] == nil { guards[route] = EnvironmentGuard(broadcast: spec.isBroadcast) }
-        guard guards[route]!.verdict == .undecided else { return }
+        guard case .answered(let status, _, let reason, _) = r.outcome, guards[route].verdict == .undecided,
+              stopped.isEmpty || stopped[c.app] == nil else { return }
         // A token moved to the other environment (`environment_fallback`) is the fallback at work, not a mix-up.
         let counted = OutcomeDecision.fallsBack(reason, status: status, for: c, fallback: spec.apns.environmentFallback) ? nil : reason
-        settleGuard(route, guards[route]!.record(status: status, reason: counted))
+        settleGuard(route, guards[route].record(status: status, reason: counted))
     }
 
     private func settleGuard(_ route: Int, _ verdict: EnvironmentGuard.Verdict) {
-        let waiting = held.removeValue(forKey: route) ?? []
+        guard verdict != .undecided else { return }
+        let waiting = held[route]
+        held[route] = []
         switch verdict {
-        case .undecided: held[route] = waiting
+        case .undecided: return
         case .passed: toRecord += waiting
         case .tripped:
             toRelease += waiting.map(\.seq)
             let (app, _) = SendRoutes.appAndEnvironment(route: route)
-            if stopped[app] == nil { stop(app, guards[route]!.message + routes.environmentNote(route: route)) }
+            if stopped[app] == nil { stop(app, guards[route].message + routes.environmentNote(route: route)) }
         }
     }
 
@@ -344,8 +349,9 @@ final class SendLoop {
         where outstanding.removeValue(forKey: Int64(index)) != nil {
             toRelease.append(Int64(index))
         }
-        for route in SendRoutes.routes(app: app) {
-            toRelease += (held.removeValue(forKey: route) ?? []).map(\.seq)
+        for route in SendRoutes.routes(app: app) where route < held.count {
+            toRelease += held[route].map(\.seq)
+            held[route] = []
         }
     }
 

@@ -57,6 +57,9 @@ struct SendRoutes {
         self.poolNames = poolNames
     }
 
+    /// Routes (`route(app:environment:)`) run from 0 to this.
+    var routeCount: Int { names.count * 2 }
+
     /// The apps a pool sends for (by number).
     func apps(inPool pool: Int) -> [Int] { pool < poolApps.count ? poolApps[pool] : apps }
 

@@ -95,10 +95,18 @@ public struct DeliveryColumns {
     private let texts: (Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes, Bytes)
     private typealias Bytes = UnsafeRawBufferPointer?
 
-    init(row r: RawRow) {
+    /// `routes`: with many apps, each app's name by number and each environment's name, as bytes
+    /// that outlive the row (nil: the run sends for one app in one environment, both columns NULL).
+    init(row r: RawRow, routes: RouteNames?) {
+        var app: Bytes = nil, environment: Bytes = nil
+        if let routes {
+            let number = r.int(18)
+            if number >= 0 && number < routes.apps.count { app = routes.apps[number] }
+            environment = routes.environments[r.int(19) == APNsEnvironment.sandbox.rawValue ? 1 : 0]
+        }
         texts = (r.optionalBytes(0), r.optionalBytes(2), r.optionalBytes(3), r.optionalBytes(6), r.optionalBytes(7),
                  r.optionalBytes(9), r.optionalBytes(10), r.optionalBytes(12), r.optionalBytes(14), r.optionalBytes(16),
-                 r.optionalBytes(18), r.optionalBytes(19))
+                 app, environment)
         line = r.int(1); status = StoredStatus(bytes: r.bytes(4)) ?? .pending; httpStatus = r.optionalInt(5)
         attempts = r.int(8); invalidatedAt = r.optionalInt64(11); latencyMs = r.optionalInt(13)
         dueAt = r.optionalDouble(15).flatMap { $0.isFinite ? $0 : nil }
@@ -129,21 +137,21 @@ extension RunState {
     /// for every row.
     public func forEachDeliveryColumns(_ body: (DeliveryColumns) throws -> Void) throws(StateError) {
         try read { db in
-            // A run for one app in one environment reads no app name: NULL, and the columns stay empty.
+            // A run for one app in one environment has no app or environment to say: its columns stay empty.
             let routed = try Bool.fetchOne(db, sql: "SELECT routed FROM run WHERE id = ?", arguments: [id]) ?? false
-            let route = routed ? "(SELECT name FROM run_app WHERE run = ?1 AND app = recipient.app), CASE environment WHEN 1 THEN 'sandbox' ELSE 'production' END"
-                : "NULL, NULL"
+            let routes = routed ? RouteNames(apps: try Self.apps(db, run: id)) : nil
+            defer { routes?.deallocate() }
             let rows = try RawStatement(db, sql: """
                 \(Self.walksRun) SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
                        attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms, timezone, due_at,
-                       variant, rollout, \(route)
+                       variant, rollout, app, environment
                 FROM recipient
                 WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
                   AND +run = ?1
                 ORDER BY seq
                 """)
             rows.bind(1, id)
-            try rows.forEachRow { r in try body(DeliveryColumns(row: r)) }
+            try rows.forEachRow { r in try body(DeliveryColumns(row: r, routes: routes)) }
         }
     }
 
@@ -170,5 +178,33 @@ extension RunState {
     /// The latest attempt of any recipient (for `herald status`).
     public func lastAttemptAt() throws(StateError) -> String? {
         try read { db in try String.fetchOne(db, sql: "\(Self.walksRun) SELECT MAX(last_attempt_at) FROM recipient WHERE run = ?", arguments: [id]) }
+    }
+}
+
+/// The app and environment names a routed run's report rows point at: copied once per read, so
+/// each row points at them instead of SQLite computing each row's app name.
+final class RouteNames {
+    /// By app number; nil for a number the run has no app for.
+    let apps: [UnsafeRawBufferPointer?]
+    /// `production`, `sandbox`.
+    let environments: [UnsafeRawBufferPointer?]
+
+    init(apps: [RunApp]) {
+        var byNumber = [UnsafeRawBufferPointer?](repeating: nil, count: (apps.map { Int($0.number) }.max() ?? -1) + 1)
+        // The one app of a job with `apns.topic` (routed by its environment field) has no name: empty.
+        for app in apps where !app.name.isEmpty { byNumber[Int(app.number)] = Self.copy(app.name) }
+        self.apps = byNumber
+        environments = [Self.copy(APNsEnvironment.production.name), Self.copy(APNsEnvironment.sandbox.name)]
+    }
+
+    func deallocate() {
+        for p in apps + environments { p?.deallocate() }
+    }
+
+    private static func copy(_ text: String) -> UnsafeRawBufferPointer {
+        let bytes = Array(text.utf8)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        buffer.copyBytes(from: bytes)
+        return UnsafeRawBufferPointer(buffer)
     }
 }

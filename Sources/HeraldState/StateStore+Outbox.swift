@@ -102,7 +102,7 @@ extension StateStore {
                     out[out.count - 1].rollout = rollout
                 }
                 if r.int64(14) == 1 {
-                    out[out.count - 1].app = r.optionalString(15)
+                    out[out.count - 1].app = r.optionalString(15).flatMap { $0.isEmpty ? nil : $0 }
                     out[out.count - 1].environment = r.int64(16) == 1 ? APNsEnvironment.sandbox.name : APNsEnvironment.production.name
                 }
             }

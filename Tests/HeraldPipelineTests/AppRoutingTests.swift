@@ -2,6 +2,8 @@ import Foundation
 import HeraldCore
 import HeraldPayload
 @testable import HeraldPipeline
+import HeraldState
+import Logging
 import Testing
 
 /// Each row's app and environment (`AppRouting`), and how a claimed recipient leaves (`SendRoutes`).
@@ -71,5 +73,38 @@ import Testing
         #expect(routes.pool(app: 0, environment: 0) == 1 && routes.pool(app: 0, environment: 1) == 3)
         #expect(routes.apps(inPool: 2) == [1] && routes.apps.sorted() == [0, 1] && routes.names == ["partner", "acme"])
         #expect(SendRoutes.appAndEnvironment(route: SendRoutes.route(app: 5, environment: 1)) == (5, 1))
+    }
+}
+
+/// Which suppression list a recipient's 410 feeds and is checked against: its app's topic in its
+/// environment, named as the job's endpoint for the default environment, as every list before
+/// `apns.apps` was.
+@Suite struct SuppressionScopeTests {
+    func runner(endpoint: APNsEndpoint, apps: [AppSpec] = [], endpoints: [APNsEnvironment: String] = [:]) -> CampaignRunner {
+        var spec = JobSpec(jobFile: "job.yaml", campaign: "c", audience: AudienceSpec(files: []),
+                           apns: APNsSpec(endpoint: endpoint, topic: "com.acme.app", auth: nil),
+                           push: PushSpec(type: .alert, priority: 10, template: .object([])), throttle: ThrottleSpec(), retry: RetrySpec(),
+                           statePath: "/nonexistent/c.sqlite", reports: ReportsSpec(dir: "/nonexistent"))
+        spec.apns.apps = apps
+        spec.apns.endpoints = endpoints
+        if !apps.isEmpty { spec.audience.appField = "app" }
+        return CampaignRunner(spec: spec, logger: Logger(label: "test"))
+    }
+
+    @Test func aSandboxJobWithOneAppKeepsTheSandboxList() {
+        let r = runner(endpoint: .sandbox)
+        let app = r.spec.apns.appList[0]
+        // Its recipients' stored environment does not matter: an unrouted run sends to the endpoint.
+        for e in APNsEnvironment.allCases {
+            #expect(r.suppressionScope(app: app, environment: e, routed: false) == .init(environment: "sandbox", topic: "com.acme.app"))
+        }
+    }
+
+    @Test func routedRecipientsUseTheirEnvironmentsList() {
+        let r = runner(endpoint: .production, apps: [AppSpec(name: "acme", topic: "com.acme.app"), AppSpec(name: "b", topic: "com.b")],
+                       endpoints: [.sandbox: "https://127.0.0.1:9"])
+        #expect(r.suppressionScope(app: r.spec.apns.apps[1], environment: .production, routed: true) == .init(environment: "production", topic: "com.b"))
+        #expect(r.suppressionScope(app: r.spec.apns.apps[1], environment: .sandbox, routed: true)
+                == .init(environment: "https://127.0.0.1:9", topic: "com.b"), "a rehearsal's list is its host's, not Apple's sandbox")
     }
 }
