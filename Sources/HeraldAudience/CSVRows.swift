@@ -12,6 +12,8 @@ struct CSVRows {
     /// Columns of `id_field` and `registered_at_field`, read straight from the row's bytes.
     private var idColumn: Int?
     private var registeredAtColumn: Int?
+    private var appColumn: Int?
+    private var environmentColumn: Int?
     /// Physical line (1-based) where the next record starts.
     private(set) var line = 1
 
@@ -85,6 +87,8 @@ struct CSVRows {
         tokenColumn = token
         idColumn = mapping.id.flatMap { columnIndex[$0] }
         registeredAtColumn = mapping.registeredAt.flatMap { columnIndex[$0] }
+        appColumn = mapping.app.flatMap { columnIndex[$0] }
+        environmentColumn = mapping.environment.flatMap { columnIndex[$0] }
         consume(headerLength, window)
     }
 
@@ -129,6 +133,8 @@ struct CSVRows {
         var carried = FieldMapping.Carried()
         if let idColumn { carried.recipientId = scanner.withField(idColumn, in: p) { Self.text($0) } }
         if let registeredAtColumn { carried.registeredAt = scanner.withField(registeredAtColumn, in: p) { Self.text($0) }.map(FieldValue.string) }
+        if let appColumn { carried.app = scanner.withField(appColumn, in: p) { Self.text($0) } }
+        if let environmentColumn { carried.environment = scanner.withField(environmentColumn, in: p) { Self.text($0) } }
         return TokenCheck.event(token, fields: fields, location: location, mapping: mapping, carried: carried)
     }
 

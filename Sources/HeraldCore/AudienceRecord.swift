@@ -42,15 +42,21 @@ public struct AudienceRecord: Sendable {
     /// The value of `audience.registered_at_field` as read (the suppression rules interpret it);
     /// nil when the job names no such field or the row has no value for it.
     public let registeredAt: FieldValue?
+    /// The values of `audience.app_field` and `audience.environment_field` as text (the router
+    /// reads them on every row: the reader hands them over without a look-up by name); nil when
+    /// the job names no such field or the row has no value for it.
+    public let app: String?
+    public let environment: String?
     public init(location: RowLocation, token: DeviceToken, fields: RecordFields,
-                recipientId: String? = nil, registeredAt: FieldValue? = nil) {
+                recipientId: String? = nil, registeredAt: FieldValue? = nil, app: String? = nil, environment: String? = nil) {
         self.location = location; self.token = token; self.fields = fields
-        self.recipientId = recipientId; self.registeredAt = registeredAt
+        self.recipientId = recipientId; self.registeredAt = registeredAt; self.app = app; self.environment = environment
     }
 
     public init(location: RowLocation, token: DeviceToken, fields: [String: FieldValue],
-                recipientId: String? = nil, registeredAt: FieldValue? = nil) {
-        self.init(location: location, token: token, fields: RecordFields(fields), recipientId: recipientId, registeredAt: registeredAt)
+                recipientId: String? = nil, registeredAt: FieldValue? = nil, app: String? = nil, environment: String? = nil) {
+        self.init(location: location, token: token, fields: RecordFields(fields), recipientId: recipientId, registeredAt: registeredAt,
+                  app: app, environment: environment)
     }
 }
 

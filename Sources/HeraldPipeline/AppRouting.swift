@@ -13,8 +13,9 @@ public struct AppRouting: Sendable {
     let appField: String?
     let environmentField: String?
     let defaultEnvironment: APNsEnvironment
-    /// App name to its index in `apps`.
-    private let byName: [String: Int]
+    /// The apps' names, in `apps` order: searched in turn (a handful of short names compare
+    /// faster than a String's hash).
+    private let names: [String]
     /// A state file number to its index in `apps` (-1: no app of the job has it).
     private let indexOfNumber: [Int]
 
@@ -30,7 +31,7 @@ public struct AppRouting: Sendable {
         appField = job.apns.apps.isEmpty ? nil : job.audience.appField
         environmentField = job.audience.environmentField
         defaultEnvironment = job.apns.defaultEnvironment
-        byName = Dictionary(apps.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { a, _ in a })
+        names = apps.map(\.name)
         var index = [Int](repeating: -1, count: Int(self.numbers.max() ?? 0) + 1)
         for (i, n) in self.numbers.enumerated() { index[Int(n)] = i }
         indexOfNumber = index
@@ -41,18 +42,18 @@ public struct AppRouting: Sendable {
         var app = numbers[0]
         if let field = appField {
             // A job with one app may still name an app field: a row naming another app is as wrong.
-            guard let value = Self.value(record.fields[field]) else {
+            guard let value = record.app else {
                 return .invalid(InvalidRow(location: record.location, reason: .missingField, field: field,
                                            detail: "field \(field) is missing: audience.app_field names each row's app (one of \(appNames))"))
             }
-            guard let i = byName[value] else {
+            guard let i = names.firstIndex(of: value) else {
                 return .invalid(InvalidRow(location: record.location, reason: .unknownApp, field: field,
                                            detail: "app \"\(value)\" (field \(field)) is not one of apns.apps: \(appNames)"))
             }
             app = numbers[i]
         }
         var environment = defaultEnvironment
-        if let field = environmentField, let value = Self.value(record.fields[field]) {
+        if let field = environmentField, let value = record.environment {
             guard let e = APNsEnvironment(name: value) else {
                 return .invalid(InvalidRow(location: record.location, reason: .badFieldValue, field: field,
                                            detail: "field \(field) is \"\(value)\": audience.environment_field takes production or sandbox"))
@@ -75,11 +76,4 @@ public struct AppRouting: Sendable {
 
     private var appNames: String { apps.map(\.name).joined(separator: ", ") }
 
-    /// Null and the empty string are no value, as for every named field.
-    private static func value(_ field: FieldValue?) -> String? {
-        switch field {
-        case nil, .null, .string(""): return nil
-        case let value?: return value.text
-        }
-    }
 }

@@ -184,10 +184,17 @@ final class SendLoop {
         let sentAt = Int(now.timeIntervalSince1970)
         var jobs: [PushJob] = []
         jobs.reserveCapacity(claimed.count)
+        // One app's headers for the whole batch unless its recipients' apps change.
+        guard let first = claimed.first else { return }
+        var app = -1
+        var shared = routes.headers(app: first.app)
         for c in claimed {
             outstanding[c.seq] = Outstanding(claimed: c, claimedAt: now)
             let own = c.headers
-            let shared = routes.headers(app: c.app)
+            if c.app != app {
+                if app >= 0 { shared = routes.headers(app: c.app) }
+                app = c.app
+            }
             let request = PushRequest(token: c.token, payload: c.payload, apnsId: c.apnsId, topic: shared.topic, pushType: shared.pushType,
                                       priority: own?.priority ?? shared.priority, collapseId: own.map { $0.collapseId } ?? shared.collapseId,
                                       expiration: gate.expiration(own?.expiration ?? shared.expiration, sentAt: sentAt))

@@ -16,17 +16,20 @@ public struct ClaimedRecipient: Sendable {
     public let claimedAt: Date
     /// Its time zone as the audience wrote it (`schedule`), for quiet hours on a retry.
     public let timezone: String?
+    /// Its app, environment and fallback in one word (the claim's recipients are copied on their
+    /// way to the sender and back: every byte is copied per push).
+    private let route: UInt32
     /// Its app (`RunState.apps`' number) and environment (`APNsEnvironment`'s raw value).
-    public let app: Int
-    public let environment: Int
+    public var app: Int { Int(route >> 8) }
+    public var environment: Int { Int(route & 1) }
     /// Already moved to the other environment after BadDeviceToken (`apns.environment_fallback`).
-    public let fellBack: Bool
+    public var fellBack: Bool { route & 2 != 0 }
 
     public init(seq: Int64, token: DeviceToken, payload: [UInt8], apnsId: String, attempts: Int, headers: RecipientHeaders?, claimedAt: Date,
                 timezone: String? = nil, app: Int = 0, environment: Int = 0, fellBack: Bool = false) {
         self.seq = seq; self.token = token; self.payload = payload; self.apnsId = apnsId; self.attempts = attempts
-        self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone; self.app = app; self.environment = environment
-        self.fellBack = fellBack
+        self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone
+        route = UInt32(truncatingIfNeeded: app) << 8 | UInt32(environment & 1) | (fellBack ? 2 : 0)
     }
 }
 
@@ -80,6 +83,10 @@ extension RunState {
         // Rows are read and marked through the C API (RawStatement): GRDB's Row decoding by
         // column name would cost more than the UPDATE itself, once per recipient per attempt.
         let mark = try Self.claimMark(db, run: id)
+        // A run for one app in one environment reads no app, environment or fallback: every
+        // recipient's are the job's.
+        let routed = try Self.routed(db, run: id)
+        let route = routed ? ", r.app, r.environment, r.fallback" : ""
         var out: [ClaimedRecipient] = []
         out.reserveCapacity(limit)
         /// Appends up to what `limit` leaves of the recipients that meet `condition` (a status and a
@@ -89,7 +96,7 @@ extension RunState {
             guard first < limit else { return first..<first }
             let select = try RawStatement(cached: db, sql: """
                 SELECT r.seq, r.token, COALESCE(a.payload, r.payload), r.apns_id, r.attempts, a.priority, a.collapse_id, a.expiration,
-                       r.timezone, a.payload_reference, r.app, r.environment, r.fallback
+                       r.timezone, a.payload_reference\(route)
                 FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
                 WHERE r.run = ?1 AND r.run_attempts < ?3 AND \(condition) ORDER BY \(order) LIMIT ?4
                 """)
@@ -107,7 +114,8 @@ extension RunState {
                                             payload: try payloadReferences.payload(r.bytes(2), reference: r.optionalInt64(9), seq: r.int64(0),
                                                                                      db: db, path: store.path),
                                             apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now,
-                                            timezone: r.optionalString(8), app: r.int(10), environment: r.int(11), fellBack: r.int(12) != 0))
+                                            timezone: r.optionalString(8), app: routed ? r.int(10) : 0, environment: routed ? r.int(11) : 0,
+                                            fellBack: routed && r.int(12) != 0))
             }
             return first..<out.count
         }
@@ -145,6 +153,11 @@ extension RunState {
     }
 
     /// The run's claim mark: pending recipients at or below it are claimed (in flight).
+    /// Whether the run's recipients have apps and environments of their own (`registerApps`).
+    static func routed(_ db: Database, run: Int64) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT routed FROM run WHERE id = ?"), arguments: [run]) ?? false
+    }
+
     static func claimMark(_ db: Database, run: Int64) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT claimed_through FROM run WHERE id = ?"), arguments: [run]) ?? 0
     }

@@ -265,9 +265,10 @@ public struct RunState: Sendable {
     static func settleFirstPass(run: Int64, scratchDirectory: String, db: Database,
                                 tokenKey: (UnsafeRawBufferPointer) -> TokenKey = TokenKey.init(hex:)) throws {
         let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
+        let route = try routed(db, run: run) ? "app, environment, " : ""
         try db.execute(sql: """
-            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, app, environment, \(Self.dueColumns))
-            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, app, environment, \(Self.dueValues(now: "?2", experiment: try hasExperiment(run: run, db: db))) FROM audience_row
+            INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(route)\(Self.dueColumns))
+            SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, \(route)\(Self.dueValues(now: "?2", experiment: try hasExperiment(run: run, db: db))) FROM audience_row
             WHERE run = ?1 AND pass = 1 AND id NOT IN (SELECT id FROM temp.duplicate_row) ORDER BY id
             """, arguments: [run, Date().timeIntervalSince1970])
         try db.execute(sql: "DROP TABLE temp.duplicate_row")
@@ -294,7 +295,7 @@ public struct RunState: Sendable {
     static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database,
                                   tokenKey: (UnsafeRawBufferPointer) -> TokenKey) throws -> Int {
         let sorter = ExternalSorter(directory: scratchDirectory)
-        let scan = try RawStatement(db, sql: "SELECT token, id, app FROM audience_row WHERE run = ? AND pass = ?")
+        let scan = try RawStatement(db, sql: "SELECT token, id, \(try routed(db, run: run) ? "app" : "0") FROM audience_row WHERE run = ? AND pass = ?")
         scan.bind(1, run)
         scan.bind(2, pass)
         try scan.forEachRow { row in
@@ -365,6 +366,8 @@ struct StagedRowInsert {
     private let statement: RawStatement
     private let db: Database
     private let run: Int64
+    /// Whether the run's rows have apps and environments of their own.
+    private let routed: Bool
     private var bytes: [UInt8] = []
     /// Where each payload is encoded, and decoded again to be checked (`PayloadReference.encode`).
     private var scratch: [UInt8] = []
@@ -387,10 +390,12 @@ struct StagedRowInsert {
     init(_ db: Database, run: Int64, pass: Int) throws {
         self.db = db
         self.run = run
+        // A run for one app in one environment leaves `app` and `environment` at their defaults.
+        routed = try RunState.routed(db, run: run)
         statement = try RawStatement(db, sql: """
             INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                      registered_at, timezone, due_at, payload_reference, variant, rollout, app, environment)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      registered_at, timezone, due_at, payload_reference, variant, rollout\(routed ? ", app, environment" : ""))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?\(routed ? ", ?, ?" : ""))
             """)
         statement.bind(1, run)
         statement.bind(2, pass)
@@ -431,8 +436,10 @@ struct StagedRowInsert {
             insert.bind(15, referenceId)
             if let variant { insert.bindStatic(16, text: UnsafeRawBufferPointer(rebasing: buffer[variant])) } else { insert.bindNull(16) }
             insert.bind(17, r.rollout ? 1 : 0)
-            insert.bind(18, Int(r.app))
-            insert.bind(19, Int(r.environment))
+            if routed {
+                insert.bind(18, Int(r.app))
+                insert.bind(19, Int(r.environment))
+            }
             try insert.execute()
         }
         if let arm = r.arm {

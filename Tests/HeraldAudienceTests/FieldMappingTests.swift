@@ -49,6 +49,8 @@ import HeraldCore
             (AudienceSpec(files: [], idField: "user_id"), "user_id", "audience.id_field"),
             (AudienceSpec(files: [], localeField: "lang"), "lang", "audience.locale_field"),
             (AudienceSpec(files: [], registeredAtField: "registered_at"), "registered_at", "audience.registered_at_field"),
+            ({ var s = AudienceSpec(files: []); s.appField = "app"; return s }(), "app", "audience.app_field"),
+            ({ var s = AudienceSpec(files: []); s.environmentField = "env"; return s }(), "env", "audience.environment_field"),
         ]
         for (spec, column, key) in cases {
             let error = readError(file, spec: spec)
@@ -102,5 +104,24 @@ import HeraldCore
         let events = try readAll(file, spec: spec)
         #expect(events[0].record?.token.hex == "bWF0Y2gtNDI=")
         #expect(events.dropFirst().map { $0.invalid?.reason } == [.missingChannelId, .invalidChannelId, .invalidChannelId, .missingChannelId])
+    }
+
+    /// Many apps: each row's app and environment are carried as text, read by column in a CSV
+    /// and by dotted path in NDJSON; an empty value is no value.
+    @Test func recordsCarryTheirAppAndEnvironment() throws {
+        let fx = try AudienceFixture()
+        var spec = AudienceSpec(files: [])
+        spec.appField = "app"
+        spec.environmentField = "target.env"
+        let csv = try fx.write("apps.csv", "token,app,target.env\n\(token("ab")),acme,sandbox\n\(token("cd")),,\n")
+        let rows = try readAll(csv, spec: spec).compactMap(\.record)
+        #expect(rows.map(\.app) == ["acme", nil] && rows.map(\.environment) == ["sandbox", nil])
+        let ndjson = try fx.write("apps.ndjson", """
+            {"token":"\(token("ab"))","app":"acme-ipad","target":{"env":"production"}}
+            {"token":"\(token("cd"))","app":null}
+
+            """)
+        let lines = try readAll(ndjson, spec: spec).compactMap(\.record)
+        #expect(lines.map(\.app) == ["acme-ipad", nil] && lines.map(\.environment) == ["production", nil])
     }
 }

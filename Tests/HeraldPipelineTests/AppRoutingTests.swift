@@ -19,9 +19,17 @@ import Testing
         return spec
     }
 
+    /// A row as the reader hands it over: the app and environment fields' values carried as text
+    /// (null and "" are no value).
     func record(_ fields: [String: FieldValue]) throws -> AudienceRecord {
-        AudienceRecord(location: RowLocation(file: "a.csv", line: 7), token: try DeviceToken.normalize(String(repeating: "ab", count: 32)).get(),
-                       fields: fields)
+        func text(_ name: String) -> String? {
+            switch fields[name] {
+            case nil, .null?, .string("")?: return nil
+            case let v?: return v.text
+            }
+        }
+        return AudienceRecord(location: RowLocation(file: "a.csv", line: 7), token: try DeviceToken.normalize(String(repeating: "ab", count: 32)).get(),
+                              fields: fields, app: text("app"), environment: text("env"))
     }
 
     @Test func rowsNameTheirAppAndEnvironment() throws {
