@@ -18,6 +18,18 @@ struct h2_tls {
     SSL_CTX *ctx;
 };
 
+// OpenSSL frees its state at exit from an atexit handler unless told not to, and that must be the
+// first OpenSSL call: "OPENSSL_init_crypto() MUST be called by application code prior to any other
+// OpenSSL function calls" (https://docs.openssl.org/3.0/man3/OPENSSL_init_crypto/), hence a
+// constructor, which runs before main. herald (and its test process) exits while threads that used
+// OpenSSL may still run: a connection's, libcurl's, an idle Dispatch worker's. That cleanup deletes
+// the thread-local keys under them, so one that ends afterwards can no longer free its error queue and
+// random generators (LeakSanitizer: 984 bytes in 3 objects from CRYPTO_zalloc, Fuzz/sanitize/), and
+// one still inside OpenSSL would use freed memory. The system reclaims the memory at exit instead.
+__attribute__((constructor)) static void h2_openssl_no_exit_cleanup(void) {
+    OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 SSL_CTX *h2_tls_context(h2_tls *tls) { return tls->ctx; }
 
 // Not "TLS trust:": herald reads that label as "the server's certificate did not verify" and stops

@@ -20,6 +20,20 @@ import Testing
         try TwoFileAudience.job(name) { $0.audience.prescan = prescan; configure(&$0) }.write(in: dir)
     }
 
+    /// The request log's line count once it has `count` lines or `process` has exited. How long
+    /// that takes is no part of the test (a sanitizer build sends several times slower): only a
+    /// log that stops growing for a minute while the process runs ends the wait short.
+    static func lines(_ count: Int, in log: String, while process: Process) -> Int {
+        var seen = RequestLog.lineCount(log)
+        var grew = Date()
+        while seen < count, process.isRunning, Date().timeIntervalSince(grew) < 60 {
+            Thread.sleep(forTimeInterval: 0.05)
+            let now = RequestLog.lineCount(log)
+            if now > seen { seen = now; grew = Date() }
+        }
+        return max(seen, RequestLog.lineCount(log))
+    }
+
     func summaryCounts(_ name: String) throws -> [String: Any] {
         try #require(try JSON.object(dir.file("reports/\(name)/summary.json"))["counts"] as? [String: Any])
     }
@@ -32,17 +46,17 @@ import Testing
         // The reader stops for good after its 4th batch (4,096 rows); the sender goes on with what is recorded.
         let p = try herald.start(["run", job.path], watch: .stderr, environment: ["HERALD_TEST_STALL_AT": "ingest:4"])
         _ = try p.waitForLine(prefix: "herald-test: stalled at")
-        let seen = RequestLog.wait(for: 2_000, in: log) { p.process.isRunning }
+        let seen = Self.lines(2_000, in: log, while: p.process)
         #expect(seen >= 2_000, "pushes leave before the audience is read (\(seen) answered while the reader is stalled)")
         // The sender runs out of recorded recipients once the 4,096 of the four batches are answered.
-        let stalledAt = RequestLog.wait(for: 4 * 1_024, in: log) { p.process.isRunning }
+        let stalledAt = Self.lines(4 * 1_024, in: log, while: p.process)
         #expect(stalledAt <= 4 * 1_024, "only recorded recipients are sent (\(stalledAt))")
         #expect(stalledAt == 4 * 1_024, "every recorded recipient is sent while the reader is stalled (\(stalledAt))")
         p.kill9()
 
         // Killed again mid-send, further on.
         let q = try herald.start(["run", job.path])
-        let later = RequestLog.wait(for: 12_000, in: log) { q.process.isRunning }
+        let later = Self.lines(12_000, in: log, while: q.process)
         q.kill9()
         #expect(later >= 12_000 && later < Self.count + Self.window, "\(later)")
 
