@@ -127,7 +127,6 @@ final class SendLoop {
                 // (below the claim mark: not claimed again in this run).
                 let (keep, back) = (claimed.filter { stopped[$0.app] == nil }, claimed.filter { stopped[$0.app] != nil })
                 toRelease += back.map(\.seq)
-                released += back.count
                 claimed = keep
             }
             if !claimed.isEmpty {
