@@ -69,11 +69,6 @@ public struct AppRouting: Sendable {
         return apps[indexOfNumber[number]]
     }
 
-    /// The index in `apps` of the app with this state file number (-1: none).
-    func index(number: Int) -> Int {
-        number >= 0 && number < indexOfNumber.count ? indexOfNumber[number] : -1
-    }
-
     private var appNames: String { apps.map(\.name).joined(separator: ", ") }
 
 }

@@ -59,9 +59,7 @@ extension CampaignRunner {
     func environmentMemory(routing: AppRouting) throws(RunFailure) -> EnvironmentMemory? {
         guard spec.apns.environmentFallback else { return nil }
         return try Self.wrap(.preparing) { () throws(StateError) -> EnvironmentMemory? in
-            let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
-            guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
-            let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
+            guard let shared = try existingSharedStore() else { return nil }
             var topics: [UInt16: String] = [:]
             for (app, number) in zip(routing.apps, routing.numbers) {
                 if try shared.rememberedEnvironmentCount(topic: app.topic) > 0 { topics[number] = app.topic }

@@ -29,6 +29,14 @@ extension CampaignRunner {
         return SharedStore.SuppressionScope(environment: name, topic: topic)
     }
 
+    /// herald-shared.sqlite beside the state file, when it exists (nil: no earlier campaign
+    /// wrote a list or an environment there, so there is nothing to look up and no file is made).
+    func existingSharedStore() throws(StateError) -> SharedStore? {
+        let path = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        return try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
+    }
+
     func applySuppressionList(state: RunState, routing: AppRouting) throws(RunFailure) {
         guard try !Self.wrap(.preparing, { () throws(StateError) in try state.suppressionChecked() }) else { return }
         try suppressUnattempted(state: state, lists: try suppressionLists(routing: routing))
@@ -66,9 +74,7 @@ extension CampaignRunner {
     /// and has entries for one of them (nil: nothing to look up).
     func suppressionLists(routing: AppRouting) throws(RunFailure) -> SuppressionLists? {
         try Self.wrap(.preparing) { () throws(StateError) -> SuppressionLists? in
-            let sharedPath = ((spec.statePath as NSString).deletingLastPathComponent as NSString).appendingPathComponent(SharedStore.fileName)
-            guard FileManager.default.fileExists(atPath: sharedPath) else { return nil }
-            let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
+            guard let shared = try existingSharedStore() else { return nil }
             var lists: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
             for (app, number) in zip(routing.apps, routing.numbers) {
                 for environment in APNsEnvironment.allCases {
