@@ -21,7 +21,10 @@ struct FieldBlock {
     /// The shared fields of the last few keys, most recent last: a pool sending for several apps
     /// of one team (docs/many-apps.md) alternates between their topics, and packing the shared
     /// fields again on every request would cost more than the request's own.
-    private var recent: [(key: SharedKey, fields: [UInt8])] = []
+    private var recent: [Packed] = []
+    /// A struct, not a tuple: an array of tuples is copied element by element through the
+    /// runtime's generic tuple witnesses, on every request.
+    private struct Packed { var key: SharedKey; var fields: [UInt8] }
     static let recentKeys = 8
 
     mutating func prepare(_ r: PushRequest, for destination: PushDestination, key: SharedKey, jwt: String?) {
@@ -48,7 +51,7 @@ struct FieldBlock {
                 Self.append(&shared, "apns-expiration", String(r.expiration ?? 0).utf8)
             }
             if let jwt { Self.append(&shared, "authorization", "bearer \(jwt)".utf8) }
-            recent.append((key, shared))
+            recent.append(Packed(key: key, fields: shared))
             found = recent.count - 1
         }
         bytes.removeAll(keepingCapacity: true)

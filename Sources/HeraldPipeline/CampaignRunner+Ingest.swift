@@ -90,13 +90,12 @@ extension CampaignRunner {
             case .invalid(let row):
                 batch.invalid.append(row)
             case .recipient(let payload, let headers, let registeredAt, let due, let arm, let route):
-                var r = IngestBatch.Recipient(
+                // Made in place: a copy of the recipient on its way into the batch costs more than its route.
+                batch.recipients.append(IngestBatch.Recipient(
                     token: record.token, location: record.location, recipientId: record.recipientId ?? "", payload: payload,
                     apnsId: apnsIds.id(for: record.token), headers: headers,
-                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt, arm: arm)
-                r.app = route.app
-                r.environment = UInt8(route.environment.rawValue)
-                batch.recipients.append(r)
+                    registeredAt: registeredAt, timezone: due?.zone, dueAt: due?.dueAt, arm: arm,
+                    app: route.app, environment: UInt8(route.environment.rawValue)))
             }
         }
     }

@@ -59,8 +59,9 @@ enum OutcomeDecision {
     }
 
     /// Whether the answer moves the recipient to the other environment (`apns.environment_fallback`).
-    static func fallsBack(_ reason: APNsReason?, status: Int, for c: ClaimedRecipient, fallback: Bool) -> Bool {
-        fallback && !c.fellBack && status == 400 && reason == "BadDeviceToken"
+    /// `fellBack`: the recipient was already moved once.
+    static func fallsBack(_ reason: APNsReason?, status: Int, fellBack: Bool, fallback: Bool) -> Bool {
+        fallback && !fellBack && status == 400 && reason == "BadDeviceToken"
     }
 
     private static func verdict(_ outcome: PushOutcome, for c: ClaimedRecipient, now: Date, fallback: Bool,
@@ -79,7 +80,7 @@ enum OutcomeDecision {
             switch outcome.meaning {
             case .delivered:
                 return .sent(AttemptOutcome(seq: c.seq, status: .sent, httpStatus: 200, responseApnsId: apnsId))
-            case .rejected where fallsBack(reason, status: status, for: c, fallback: fallback):
+            case .rejected where fallsBack(reason, status: status, fellBack: c.fellBack, fallback: fallback):
                 var o = AttemptOutcome(seq: c.seq, status: .retry, httpStatus: status, reason: reasonText, responseApnsId: apnsId, retryAt: now)
                 o.switchesEnvironment = true
                 return .retry(o, delay: 0)

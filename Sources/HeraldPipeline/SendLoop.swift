@@ -254,7 +254,7 @@ final class SendLoop {
         guard let o = outstanding.removeValue(forKey: seq) else { return }
         let now = Date()
         let route = SendRoutes.route(app: o.claimed.app, environment: o.claimed.environment)
-        observe(r, route: route, claimed: o.claimed)
+        observe(r, route: route, app: o.claimed.app, fellBack: o.claimed.fellBack)
         if r.outcome.meaning == .untrusted, case .transportFailure(let why) = r.outcome {
             // Never reached APNs: back to pending, uncounted, and the run stops.
             if trustFailure == nil { logger.error("TLS: \(why)") }
@@ -304,7 +304,7 @@ final class SendLoop {
     }
 
     /// Feeds the pool's circuit breaker and adaptive concurrency, and the route's environment guard.
-    private func observe(_ r: PushResult, route: Int, claimed c: ClaimedRecipient) {
+    private func observe(_ r: PushResult, route: Int, app: Int, fellBack: Bool) {
         var sample = true
         if case .transportFailure = r.outcome {
             // The streams one connection loss failed together are one event.
@@ -322,9 +322,9 @@ final class SendLoop {
             sender.setStreamLimit(pool: r.pool, limit)
         }
         guard case .answered(let status, _, let reason, _) = r.outcome, guards[route].verdict == .undecided,
-              stopped.isEmpty || stopped[c.app] == nil else { return }
+              stopped.isEmpty || stopped[app] == nil else { return }
         // A token moved to the other environment (`environment_fallback`) is the fallback at work, not a mix-up.
-        let counted = OutcomeDecision.fallsBack(reason, status: status, for: c, fallback: spec.apns.environmentFallback) ? nil : reason
+        let counted = OutcomeDecision.fallsBack(reason, status: status, fellBack: fellBack, fallback: spec.apns.environmentFallback) ? nil : reason
         settleGuard(route, guards[route].record(status: status, reason: counted))
     }
 

@@ -42,7 +42,7 @@ enum DeliveryFormat {
         w.text(d, .timezone, &out); w.string(dueText(d), &out)
         if broadcast { w.text(d, .token, &out) } else { w.string(nil, &out) }
         w.text(d, .variant, &out); w.int(d.rollout.map { $0 ? 1 : 0 }, &out)
-        w.text(d, .app, &out); w.text(d, .environment, &out)
+        w.route(d, &out)
     }
 
     /// One deliveries.ndjson line: the CSV's columns as keys, numbers as numbers, absent values null.
@@ -58,14 +58,14 @@ enum DeliveryFormat {
         w.text("\"timezone\":", d, .timezone, &out); w.string("\"due_at\":", dueText(d), &out)
         if broadcast { w.text("\"channel_id\":", d, .token, &out) } else { w.string("\"channel_id\":", nil, &out) }
         w.text("\"variant\":", d, .variant, &out); w.bool("\"rollout\":", d.rollout, &out)
-        w.text("\"app\":", d, .app, &out); w.text("\"environment\":", d, .environment, &out)
+        w.route(d, &out)
     }
 
     static func unregistered<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
         var w = CSVRowWriter(); defer { w.end(&out) }
         w.text(d, .token, &out); w.text(d, .reason, &out); w.string(invalidatedText(d), &out); w.text(d, .recipientId, &out)
         w.text(d, .file, &out); w.int(d.line, &out); w.text(d, .apnsId, &out)
-        w.text(d, .app, &out); w.text(d, .environment, &out)
+        w.route(d, &out)
     }
 
     static func holdout<D: DeliveryFields>(_ d: D, to out: inout RowBuffer) {
@@ -77,7 +77,7 @@ enum DeliveryFormat {
         var w = CSVRowWriter(); defer { w.end(&out) }
         w.text(d, .token, &out); w.text(d, .reason, &out); w.int(d.httpStatus, &out); w.text(d, .recipientId, &out); w.text(d, .file, &out)
         w.int(d.line, &out); w.text(d, .apnsId, &out); w.text(d, .lastAttemptAt, &out)
-        w.text(d, .app, &out); w.text(d, .environment, &out)
+        w.route(d, &out)
     }
 }
 
@@ -117,6 +117,17 @@ struct CSVRowWriter {
     mutating func string(_ s: String?, _ out: inout RowBuffer) {
         guard var s else { return bytes(nil, &out) }
         s.withUTF8 { bytes(UnsafeRawBufferPointer($0), &out) }
+    }
+
+    /// The `app` and `environment` cells: both empty, at once, for a run for one app in one
+    /// environment (most rows of most reports).
+    mutating func route<D: DeliveryFields>(_ d: D, _ out: inout RowBuffer) {
+        guard d.withText(.app, { $0 != nil }) || d.withText(.environment, { $0 != nil }) else {
+            out.reserve(2)
+            out.put(",,")
+            return
+        }
+        text(d, .app, &out); text(d, .environment, &out)
     }
 
     mutating func status(_ s: StoredStatus, _ out: inout RowBuffer) {
@@ -169,6 +180,17 @@ struct NDJSONRowWriter {
     mutating func string(_ key: StaticString, _ s: String?, _ out: inout RowBuffer) {
         guard var s else { return member(key, nil, &out) }
         s.withUTF8 { member(key, UnsafeRawBufferPointer($0), &out) }
+    }
+
+    /// `app` and `environment`: both null, as one text, for a run for one app in one environment.
+    mutating func route<D: DeliveryFields>(_ d: D, _ out: inout RowBuffer) {
+        guard d.withText(.app, { $0 != nil }) || d.withText(.environment, { $0 != nil }) else {
+            let both: StaticString = "\"app\":null,\"environment\":null,"
+            out.reserve(both.utf8CodeUnitCount)
+            out.put(both)
+            return
+        }
+        text("\"app\":", d, .app, &out); text("\"environment\":", d, .environment, &out)
     }
 
     mutating func status(_ key: StaticString, _ s: StoredStatus, _ out: inout RowBuffer) {

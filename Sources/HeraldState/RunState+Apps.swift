@@ -10,6 +10,17 @@ public struct RunApp: Sendable, Equatable {
     public init(number: UInt16, name: String, topic: String) { self.number = number; self.name = name; self.topic = topic }
 }
 
+/// How the state file keeps a staged row's or a recipient's app, environment and fallback: one
+/// integer, `route` = app << 2 | fallback << 1 | environment (migration `13-route`; a staged row's
+/// fallback bit is 0). SQL reads the parts with these expressions.
+enum StoredRoute {
+    static func pack(app: Int, environment: Int, fellBack: Bool = false) -> Int { app << 2 | (fellBack ? 2 : 0) | (environment & 1) }
+    /// The app's number (`run_app.app`), the environment (0 production, 1 sandbox), the fallback bit.
+    static func app(_ table: String = "") -> String { "(\(table.isEmpty ? "" : table + ".")route >> 2)" }
+    static func environment(_ table: String = "") -> String { "(\(table.isEmpty ? "" : table + ".")route & 1)" }
+    static func fellBack(_ table: String = "") -> String { "(\(table.isEmpty ? "" : table + ".")route & 2)" }
+}
+
 extension RunState {
     /// Numbers the job's apps for this run (docs/many-apps.md): an app the run already has keeps
     /// its number (found by name, so a job that reorders `apns.apps` still finds its recipients),
@@ -60,8 +71,8 @@ extension RunState {
         try read { db in
             var out: [UInt16: Int] = [:]
             for row in try Row.fetchAll(db, sql: """
-                SELECT app, COUNT(*) AS n FROM recipient WHERE run = ? AND status IN ('pending', 'retry', 'inflight', 'scheduled', 'awaiting_winner')
-                GROUP BY app
+                SELECT \(StoredRoute.app()) AS app, COUNT(*) AS n FROM recipient WHERE run = ? AND status IN ('pending', 'retry', 'inflight', 'scheduled', 'awaiting_winner')
+                GROUP BY 1
                 """, arguments: [id]) {
                 out[UInt16(truncatingIfNeeded: row["app"] as Int)] = row["n"]
             }
@@ -95,9 +106,9 @@ extension RunState {
             guard try Bool.fetchOne(db, sql: "SELECT routed FROM run WHERE id = ?", arguments: [id]) ?? false else { return [] }
             var out: [AppCount] = []
             for row in try Row.fetchAll(db, sql: """
-                \(Self.walksRun) SELECT COALESCE(p.name, ''), r.environment, r.status, COUNT(*) FROM recipient r
-                LEFT JOIN run_app p ON p.run = r.run AND p.app = r.app
-                WHERE r.run = ? GROUP BY r.app, r.environment, r.status
+                \(Self.walksRun) SELECT COALESCE(p.name, ''), \(StoredRoute.environment("r")), r.status, COUNT(*) FROM recipient r
+                LEFT JOIN run_app p ON p.run = r.run AND p.app = \(StoredRoute.app("r"))
+                WHERE r.run = ? GROUP BY \(StoredRoute.app("r")), 2, r.status
                 """, arguments: [id]) {
                 let app: String = row[0]
                 let environment = (row[1] as Int) == APNsEnvironment.sandbox.rawValue ? APNsEnvironment.sandbox.name : APNsEnvironment.production.name
@@ -123,7 +134,7 @@ extension RunState {
         guard !moves.isEmpty else { return }
         try write { db in
             let update = try db.cachedStatement(sql: """
-                UPDATE recipient SET environment = ? WHERE seq = ? AND status IN ('pending', 'scheduled') AND attempts = 0 AND seq > ?
+                UPDATE recipient SET route = (route & ~1) | ? WHERE seq = ? AND status IN ('pending', 'scheduled') AND attempts = 0 AND seq > ?
                 """)
             let mark = try Self.claimMark(db, run: id)
             for m in moves { try update.execute(arguments: [m.environment.rawValue, m.seq, mark]) }
@@ -135,7 +146,8 @@ extension RunState {
     public func forEachFallbackAccepted(_ body: (_ token: String, _ app: Int, _ environment: APNsEnvironment) throws -> Void) throws(StateError) {
         try read { db in
             let cursor = try Row.fetchCursor(db, sql: """
-                \(Self.walksRun) SELECT token, app, environment FROM recipient WHERE run = ? AND fallback = 1 AND status = 'sent' ORDER BY seq
+                \(Self.walksRun) SELECT token, \(StoredRoute.app()) AS app, \(StoredRoute.environment()) AS environment FROM recipient
+                WHERE run = ? AND \(StoredRoute.fellBack()) != 0 AND status = 'sent' ORDER BY seq
                 """, arguments: [id])
             while let r = try cursor.next() {
                 try body(r["token"], r["app"], (r["environment"] as Int) == 1 ? .sandbox : .production)

@@ -144,7 +144,7 @@ extension RunState {
             let rows = try RawStatement(db, sql: """
                 \(Self.walksRun) SELECT file, line, recipient_id, token, status, http_status, reason, COALESCE(response_apns_id, apns_id),
                        attempts, first_attempt_at, last_attempt_at, invalidated_at, apns_unique_id, latency_ms, timezone, due_at,
-                       variant, rollout, \(routes == nil ? "NULL, NULL" : "app, environment")
+                       variant, rollout, \(routes == nil ? "NULL, NULL" : "\(StoredRoute.app()), \(StoredRoute.environment())")
                 FROM recipient
                 WHERE seq BETWEEN (SELECT MIN(seq) FROM recipient WHERE run = ?1) AND (SELECT MAX(seq) FROM recipient WHERE run = ?1)
                   AND +run = ?1

@@ -52,7 +52,7 @@ extension RunState {
                 try adopt.insert(token: token, file: r.location.file, line: r.location.line, recipientId: r.recipientId,
                                  apnsId: r.apnsId, row: db.lastInsertedRowID, suppressedAt: suppressedAt,
                                  timezone: r.timezone, dueAt: r.dueAt, variant: r.variant, rollout: r.rollout,
-                                 app: Int(r.app), environment: Int(r.environment), now: now)
+                                 route: StoredRoute.pack(app: Int(r.app), environment: Int(r.environment)), now: now)
                 out.recipients += 1
                 if suppressedAt != nil { out.suppressed += 1 }
             }
@@ -87,7 +87,7 @@ extension RunState {
         let last = try Int64.fetchOne(db, sql: "SELECT row FROM recipient NOT INDEXED WHERE run = ? AND row IS NOT NULL ORDER BY seq DESC LIMIT 1",
                                       arguments: [id]) ?? 0
         let rows = try RawStatement(db, sql: """
-            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at, variant, rollout, app, environment FROM audience_row
+            SELECT id, token, file, line, recipient_id, apns_id, timezone, due_at, variant, rollout, route FROM audience_row
             WHERE run = ? AND pass = 1 AND id > ? ORDER BY id
             """)
         let now = Date().timeIntervalSince1970
@@ -99,11 +99,11 @@ extension RunState {
         var duplicates: [Int64] = []
         try rows.forEachRow { r in
             let token = r.string(1)
-            if try probe.contains(token, app: UInt16(truncatingIfNeeded: r.int(10))) { duplicates.append(r.int64(0)); return }
+            if try probe.contains(token, app: UInt16(truncatingIfNeeded: r.int(10) >> 2)) { duplicates.append(r.int64(0)); return }
             try adopt.insert(token: token, file: r.string(2), line: r.int(3), recipientId: r.string(4), apnsId: r.string(5),
                              row: r.int64(0), suppressedAt: nil, timezone: r.optionalString(6),
                              dueAt: r.optionalDouble(7), variant: r.optionalString(8), rollout: r.int(9) != 0,
-                             app: r.int(10), environment: r.int(11), now: now)
+                             route: r.int(10), now: now)
             out.recipients += 1
         }
         for rowId in duplicates {
@@ -121,8 +121,8 @@ extension RunState {
     private static func recipientInsert(_ db: Database, run: Int64) throws -> RecipientInsert {
         let statement = try RawStatement(db, sql: """
             INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, status, reason, invalidated_at,
-                                   timezone, due_at, retry_at, variant, rollout, app, environment)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                   timezone, due_at, retry_at, variant, rollout, route)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """)
         statement.bind(1, run)
         return RecipientInsert(statement: statement)
@@ -141,7 +141,7 @@ private struct TokenProbe {
     let statement: RawStatement
 
     init(_ db: Database, run: Int64) throws {
-        statement = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? AND app = ? LIMIT 1")
+        statement = try RawStatement(db, sql: "SELECT 1 FROM recipient WHERE run = ? AND token = ? AND route >> 2 = ? LIMIT 1")
         statement.bind(1, run)
     }
 
@@ -159,7 +159,7 @@ private struct RecipientInsert {
 
     /// `suppressedAt`: the token is on the suppression list (final, whatever its due time).
     func insert(token: String, file: String, line: Int, recipientId: String, apnsId: String, row: Int64, suppressedAt: Int64?,
-                timezone: String?, dueAt: Double?, variant: String?, rollout: Bool, app: Int, environment: Int, now: Double) throws {
+                timezone: String?, dueAt: Double?, variant: String?, rollout: Bool, route: Int, now: Double) throws {
         var start = RunState.start(dueAt: dueAt, now: now, variant: variant, rollout: rollout)
         if suppressedAt != nil { start = (.suppressed, nil, "suppression_list") }
         statement.bind(2, token)
@@ -176,8 +176,7 @@ private struct RecipientInsert {
         statement.bind(13, start.retryAt)
         statement.bind(14, variant)
         statement.bind(15, rollout ? 1 : 0)
-        statement.bind(16, app)
-        statement.bind(17, environment)
+        statement.bind(16, route)
         try statement.execute()
     }
 }

@@ -16,11 +16,12 @@ public struct ClaimedRecipient: Sendable {
     public let claimedAt: Date
     /// Its time zone as the audience wrote it (`schedule`), for quiet hours on a retry.
     public let timezone: String?
-    /// Its app, environment and fallback in one word (the claim's recipients are copied on their
-    /// way to the sender and back: every byte is copied per push).
+    /// Its app, environment and fallback in one word, as the state file stores them (`StoredRoute`;
+    /// the claim's recipients are copied on their way to the sender and back: every byte is
+    /// copied per push).
     private let route: UInt32
     /// Its app (`RunState.apps`' number) and environment (`APNsEnvironment`'s raw value).
-    public var app: Int { Int(route >> 8) }
+    public var app: Int { Int(route >> 2) }
     public var environment: Int { Int(route & 1) }
     /// Already moved to the other environment after BadDeviceToken (`apns.environment_fallback`).
     public var fellBack: Bool { route & 2 != 0 }
@@ -29,7 +30,14 @@ public struct ClaimedRecipient: Sendable {
                 timezone: String? = nil, app: Int = 0, environment: Int = 0, fellBack: Bool = false) {
         self.seq = seq; self.token = token; self.payload = payload; self.apnsId = apnsId; self.attempts = attempts
         self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone
-        route = UInt32(truncatingIfNeeded: app) << 8 | UInt32(environment & 1) | (fellBack ? 2 : 0)
+        route = UInt32(truncatingIfNeeded: StoredRoute.pack(app: app, environment: environment, fellBack: fellBack))
+    }
+
+    init(seq: Int64, token: DeviceToken, payload: [UInt8], apnsId: String, attempts: Int, headers: RecipientHeaders?, claimedAt: Date,
+         timezone: String?, storedRoute: Int) {
+        self.seq = seq; self.token = token; self.payload = payload; self.apnsId = apnsId; self.attempts = attempts
+        self.headers = headers; self.claimedAt = claimedAt; self.timezone = timezone
+        route = UInt32(truncatingIfNeeded: storedRoute)
     }
 }
 
@@ -86,7 +94,7 @@ extension RunState {
         // A run for one app in one environment reads no app, environment or fallback: every
         // recipient's are the job's.
         let routed = try Self.routed(db, run: id)
-        let route = routed ? ", r.app, r.environment, r.fallback" : ""
+        let route = routed ? ", r.route" : ""
         var out: [ClaimedRecipient] = []
         out.reserveCapacity(limit)
         /// Appends up to what `limit` leaves of the recipients that meet `condition` (a status and a
@@ -114,8 +122,7 @@ extension RunState {
                                             payload: try payloadReferences.payload(r.bytes(2), reference: r.optionalInt64(9), seq: r.int64(0),
                                                                                      db: db, path: store.path),
                                             apnsId: r.string(3), attempts: r.int(4) + 1, headers: headers, claimedAt: now,
-                                            timezone: r.optionalString(8), app: routed ? r.int(10) : 0, environment: routed ? r.int(11) : 0,
-                                            fellBack: routed && r.int(12) != 0))
+                                            timezone: r.optionalString(8), storedRoute: routed ? r.int(10) : 0))
             }
             return first..<out.count
         }
@@ -152,12 +159,12 @@ extension RunState {
         return out
     }
 
-    /// The run's claim mark: pending recipients at or below it are claimed (in flight).
     /// Whether the run's recipients have apps and environments of their own (`registerApps`).
     static func routed(_ db: Database, run: Int64) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT routed FROM run WHERE id = ?"), arguments: [run]) ?? false
     }
 
+    /// The run's claim mark: pending recipients at or below it are claimed (in flight).
     static func claimMark(_ db: Database, run: Int64) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT claimed_through FROM run WHERE id = ?"), arguments: [run]) ?? 0
     }
@@ -266,7 +273,7 @@ extension RunState {
                 update.bind(9, o.seq)
                 try update.execute()
                 if o.switchesEnvironment {
-                    try db.cachedStatement(sql: "UPDATE recipient SET environment = 1 - environment, fallback = 1 WHERE seq = ? AND fallback = 0")
+                    try db.cachedStatement(sql: "UPDATE recipient SET route = ((route | 2) & ~1) | (1 - (route & 1)) WHERE seq = ? AND route & 2 = 0")
                         .execute(arguments: [o.seq])
                 }
             }

@@ -29,7 +29,7 @@ extension RunState {
     public func suppressionCandidates(after seq: Int64, limit: Int) throws(StateError) -> [SuppressionCandidate] {
         try read { db in
             try Row.fetchAll(db, sql: """
-                SELECT r.seq, r.token, a.registered_at, r.app, r.environment FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
+                SELECT r.seq, r.token, a.registered_at, \(StoredRoute.app("r")) AS app, \(StoredRoute.environment("r")) AS environment FROM recipient r LEFT JOIN audience_row a ON a.id = r.row
                 WHERE r.run = ?1 AND r.seq > MAX(?2, (SELECT claimed_through FROM run WHERE id = ?1)) AND r.status IN ('pending', 'scheduled')
                     AND r.attempts = 0 ORDER BY r.seq LIMIT ?3
                 """, arguments: [id, seq, limit]).map {
@@ -60,7 +60,7 @@ extension RunState {
     public func forEachInvalidatedToken(_ body: (_ token: String, _ invalidatedAt: Int64, _ reason: String, _ route: (app: Int, environment: Int)) throws -> Void) throws(StateError) {
         try read { db in
             let cursor = try Row.fetchCursor(db, sql: """
-                SELECT token, invalidated_at, reason, app, environment FROM recipient
+                SELECT token, invalidated_at, reason, \(StoredRoute.app()) AS app, \(StoredRoute.environment()) AS environment FROM recipient
                 WHERE run = ? AND status = 'failed' AND \(Self.flagged) AND http_status = 410 AND invalidated_at IS NOT NULL ORDER BY seq
                 """, arguments: [id])
             while let r = try cursor.next() { try body(r["token"], r["invalidated_at"], r["reason"], (r["app"], r["environment"])) }

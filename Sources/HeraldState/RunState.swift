@@ -224,23 +224,23 @@ public struct RunState: Sendable {
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS audience_row_token ON audience_row(run, pass, token, id)")
             let valid = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM audience_row WHERE run = ? AND pass = ?", arguments: [id, pass]) ?? 0
             let distinct = try Int.fetchOne(db, sql: """
-                SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? AND pass = ? GROUP BY token, app)
+                SELECT COUNT(*) FROM (SELECT 1 FROM audience_row WHERE run = ? AND pass = ? GROUP BY token, route >> 2)
                 """, arguments: [id, pass]) ?? 0
             try db.execute(sql: "CREATE INDEX IF NOT EXISTS recipient_token ON recipient(run, token)")
             try db.execute(sql: """
-                \(Self.walksRun) UPDATE recipient SET seen_pass = ? WHERE run = ? AND (token, app) IN (SELECT token, app FROM audience_row WHERE run = ? AND pass = ?)
+                \(Self.walksRun) UPDATE recipient SET seen_pass = ? WHERE run = ? AND (token, route >> 2) IN (SELECT token, route >> 2 FROM audience_row WHERE run = ? AND pass = ?)
                 """, arguments: [pass, id, id, pass])
             try db.execute(sql: """
-                \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload, environment) =
-                    (SELECT file, line, recipient_id, id, NULL, environment FROM audience_row a
-                     WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token AND a.app = recipient.app ORDER BY a.id LIMIT 1)
+                \(Self.walksRun) UPDATE recipient SET (file, line, recipient_id, row, payload, route) =
+                    (SELECT file, line, recipient_id, id, NULL, (recipient.route & 2) | a.route FROM audience_row a
+                     WHERE a.run = recipient.run AND a.pass = ? AND a.token = recipient.token AND a.route >> 2 = recipient.route >> 2 ORDER BY a.id LIMIT 1)
                 WHERE run = ? AND seen_pass = ? AND status IN ('pending', 'retry', 'scheduled', 'awaiting_winner') AND attempts = 0
                 """, arguments: [pass, id, pass])
             try db.execute(sql: """
-                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, app, environment, \(Self.dueColumns))
-                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, app, environment, \(Self.dueValues(now: "?4", experiment: try Self.hasExperiment(run: id, db: db))) FROM audience_row a
-                WHERE a.id IN (SELECT MIN(id) FROM audience_row WHERE run = ?2 AND pass = ?3 GROUP BY token, app)
-                    AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token AND r.app = a.app) ORDER BY a.id
+                \(Self.walksRun) INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, route, \(Self.dueColumns))
+                SELECT run, token, file, line, recipient_id, apns_id, id, ?1, ?1, route, \(Self.dueValues(now: "?4", experiment: try Self.hasExperiment(run: id, db: db))) FROM audience_row a
+                WHERE a.id IN (SELECT MIN(id) FROM audience_row WHERE run = ?2 AND pass = ?3 GROUP BY token, route >> 2)
+                    AND NOT EXISTS (SELECT 1 FROM recipient r WHERE r.run = a.run AND r.token = a.token AND r.route >> 2 = a.route >> 2) ORDER BY a.id
                 """, arguments: [pass, id, pass, Date().timeIntervalSince1970])
             let newCount = db.changesCount
             let vanished = try Int.fetchOne(db, sql: "\(Self.walksRun) SELECT COUNT(*) FROM recipient WHERE run = ? AND seen_pass < ?", arguments: [id, pass]) ?? 0
@@ -265,7 +265,7 @@ public struct RunState: Sendable {
     static func settleFirstPass(run: Int64, scratchDirectory: String, db: Database,
                                 tokenKey: (UnsafeRawBufferPointer) -> TokenKey = TokenKey.init(hex:)) throws {
         let duplicates = try listDuplicateRows(run: run, pass: 1, scratchDirectory: scratchDirectory, db: db, tokenKey: tokenKey)
-        let route = try routed(db, run: run) ? "app, environment, " : ""
+        let route = try routed(db, run: run) ? "route, " : ""
         try db.execute(sql: """
             INSERT INTO recipient (run, token, file, line, recipient_id, apns_id, row, seen_pass, added_pass, \(route)\(Self.dueColumns))
             SELECT run, token, file, line, recipient_id, apns_id, id, 1, 1, \(route)\(Self.dueValues(now: "?2", experiment: try hasExperiment(run: run, db: db))) FROM audience_row
@@ -295,7 +295,7 @@ public struct RunState: Sendable {
     static func listDuplicateRows(run: Int64, pass: Int, scratchDirectory: String, db: Database,
                                   tokenKey: (UnsafeRawBufferPointer) -> TokenKey) throws -> Int {
         let sorter = ExternalSorter(directory: scratchDirectory)
-        let scan = try RawStatement(db, sql: "SELECT token, id, \(try routed(db, run: run) ? "app" : "0") FROM audience_row WHERE run = ? AND pass = ?")
+        let scan = try RawStatement(db, sql: "SELECT token, id, \(try routed(db, run: run) ? StoredRoute.app() : "0") FROM audience_row WHERE run = ? AND pass = ?")
         scan.bind(1, run)
         scan.bind(2, pass)
         try scan.forEachRow { row in
@@ -394,8 +394,8 @@ struct StagedRowInsert {
         routed = try RunState.routed(db, run: run)
         statement = try RawStatement(db, sql: """
             INSERT INTO audience_row (run, pass, token, file, line, recipient_id, payload, apns_id, priority, collapse_id, expiration,
-                                      registered_at, timezone, due_at, payload_reference, variant, rollout\(routed ? ", app, environment" : ""))
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?\(routed ? ", ?, ?" : ""))
+                                      registered_at, timezone, due_at, payload_reference, variant, rollout\(routed ? ", route" : ""))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?\(routed ? ", ?" : ""))
             """)
         statement.bind(1, run)
         statement.bind(2, pass)
@@ -419,27 +419,28 @@ struct StagedRowInsert {
         let collapseId = r.headers?.collapseId.map { bytes.appendText($0) }
         let expiration = r.headers.map { bytes.appendText($0.expiration.storageText) }
         let variant = r.variant.map { bytes.appendText($0) }
+        // The closure below takes values, not `r`: reading `r`'s fields in it copied the whole
+        // recipient (its strings and arrays retained) once per field.
+        let line = r.location.line, priority = r.headers?.priority, registeredAt = r.registeredAt, timezone = r.timezone
+        let dueAt = r.dueAt, rollout = r.rollout, route = routed ? StoredRoute.pack(app: Int(r.app), environment: Int(r.environment)) : nil
         let insert = statement
         try bytes.withUnsafeBytes { buffer in
             insert.bindStatic(3, text: UnsafeRawBufferPointer(rebasing: buffer[token]))
             insert.bindStatic(4, text: UnsafeRawBufferPointer(rebasing: buffer[file]))
-            insert.bind(5, r.location.line)
+            insert.bind(5, line)
             insert.bindStatic(6, text: UnsafeRawBufferPointer(rebasing: buffer[recipientId]))
             insert.bindStatic(7, blob: UnsafeRawBufferPointer(rebasing: buffer[payload]))
             insert.bindStatic(8, text: UnsafeRawBufferPointer(rebasing: buffer[apnsId]))
-            insert.bind(9, r.headers?.priority)
+            insert.bind(9, priority)
             if let collapseId { insert.bindStatic(10, text: UnsafeRawBufferPointer(rebasing: buffer[collapseId])) } else { insert.bindNull(10) }
             if let expiration { insert.bindStatic(11, text: UnsafeRawBufferPointer(rebasing: buffer[expiration])) } else { insert.bindNull(11) }
-            insert.bind(12, r.registeredAt)
-            insert.bind(13, r.timezone)
-            insert.bind(14, r.dueAt)
+            insert.bind(12, registeredAt)
+            insert.bind(13, timezone)
+            insert.bind(14, dueAt)
             insert.bind(15, referenceId)
             if let variant { insert.bindStatic(16, text: UnsafeRawBufferPointer(rebasing: buffer[variant])) } else { insert.bindNull(16) }
-            insert.bind(17, r.rollout ? 1 : 0)
-            if routed {
-                insert.bind(18, Int(r.app))
-                insert.bind(19, Int(r.environment))
-            }
+            insert.bind(17, rollout ? 1 : 0)
+            if let route { insert.bind(18, route) }
             try insert.execute()
         }
         if let arm = r.arm {

@@ -81,9 +81,9 @@ extension StateStore {
         try read { db in
             let select = try RawStatement(cached: db, sql: """
                 SELECT o.id, u.run_id, u.campaign, r.recipient_id, r.token, r.apns_id, o.status, o.reason, o.http_status,
-                       o.invalidated_at, o.at, u.broadcast, r.variant, r.rollout, u.routed, p.name, r.environment
+                       o.invalidated_at, o.at, u.broadcast, r.variant, r.rollout, u.routed, p.name, \(StoredRoute.environment("r"))
                 FROM event_outbox o JOIN recipient r ON r.seq = o.recipient JOIN run u ON u.id = r.run
-                LEFT JOIN run_app p ON p.run = r.run AND p.app = r.app
+                LEFT JOIN run_app p ON p.run = r.run AND p.app = \(StoredRoute.app("r"))
                 WHERE o.id > ?1 ORDER BY o.id LIMIT ?2
                 """)
             defer { select.clearBindings() }

@@ -194,9 +194,10 @@ public struct IngestBatch: Sendable {
         public var environment: UInt8 = 0
         public init(token: DeviceToken, location: RowLocation, recipientId: String, payload: [UInt8], apnsId: String,
                     headers: RecipientHeaders? = nil, registeredAt: Int64? = nil, timezone: String? = nil, dueAt: Double? = nil,
-                    arm: ExperimentArm? = nil) {
+                    arm: ExperimentArm? = nil, app: UInt16 = 0, environment: UInt8 = 0) {
             self.token = token; self.location = location; self.recipientId = recipientId; self.payload = payload; self.apnsId = apnsId
             self.headers = headers; self.registeredAt = registeredAt; self.timezone = timezone; self.dueAt = dueAt; self.arm = arm
+            self.app = app; self.environment = environment
         }
     }
     public var recipients: [Recipient] = []

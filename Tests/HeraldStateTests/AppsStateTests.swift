@@ -115,4 +115,67 @@ import Testing
         #expect(seen == ["true 0 0", "true 1 1"])
         #expect(try state.openCountByApp().isEmpty)
     }
+
+    /// `environment_fallback`'s move is recorded with the answer: the environment flips and the
+    /// recipient is marked moved, once; a second move of the same recipient changes nothing.
+    @Test func aFallbackMovesARecipientToTheOtherEnvironmentOnce() throws {
+        let state = try open("fallback")
+        _ = try state.registerApps([("acme", "com.acme.app"), ("partner", "com.partner.app")], routed: true)
+        try state.ingest(batch([(1, 1, 0), (2, 1, 1)]))
+        try state.markIngestComplete()
+        var moved = try state.claim(limit: 10).map { c -> AttemptOutcome in
+            var o = AttemptOutcome(seq: c.seq, status: .retry, httpStatus: 400, reason: "BadDeviceToken", retryAt: Date(timeIntervalSinceNow: -1))
+            o.switchesEnvironment = true
+            return o
+        }
+        try state.commit(moved, release: [], exhaust: [], maxAttempts: 3, claim: 0)
+        try state.endClaims()
+        var claimed = try state.claim(limit: 10)
+        #expect(claimed.map { "\($0.app) \($0.environment) \($0.fellBack)" } == ["1 1 true", "1 0 true"])
+        moved = claimed.map { c -> AttemptOutcome in
+            var o = AttemptOutcome(seq: c.seq, status: .retry, httpStatus: 400, reason: "BadDeviceToken", retryAt: Date(timeIntervalSinceNow: -1))
+            o.switchesEnvironment = true
+            return o
+        }
+        try state.commit(moved, release: [], exhaust: [], maxAttempts: 3, claim: 0)
+        try state.endClaims()
+        claimed = try state.claim(limit: 10)
+        #expect(claimed.map { "\($0.app) \($0.environment) \($0.fellBack)" } == ["1 1 true", "1 0 true"], "never moved twice")
+    }
+
+    /// A state file written before `13-route` (app, environment and fallback in three columns of
+    /// their own) keeps every staged row's and recipient's app, environment and fallback.
+    @Test func aStateFileWithAppColumnsMigratesToRoutes() throws {
+        try FileManager.default.createDirectory(atPath: dir.file("migrate"), withIntermediateDirectories: true)
+        let path = dir.file("migrate/c.sqlite")
+        let old = try DatabaseQueue(path: path)
+        try StateSchema.migrator.migrate(old, upTo: "12-apps")
+        try old.write { db in
+            try db.execute(sql: """
+                INSERT INTO run (id, run_id, campaign, started_at, routed) VALUES (1, 'r1', 'migrate', '2026-11-28T00:00:00.000Z', 1);
+                INSERT INTO run_app (run, app, name, topic) VALUES (1, 0, 'acme', 'com.acme.app'), (1, 1, 'partner', 'com.partner.app');
+                INSERT INTO audience_row (id, run, pass, token, file, line, recipient_id, payload, apns_id, app, environment)
+                    VALUES (1, 1, 1, '\(token(1).hex)', 'a.csv', 2, 'u1', X'7B7D', 'i1', 1, 1), (2, 1, 1, '\(token(2).hex)', 'a.csv', 3, 'u2', X'7B7D', 'i2', 0, 0);
+                INSERT INTO recipient (seq, run, token, file, line, recipient_id, apns_id, row, payload, app, environment, fallback, status)
+                    VALUES (1, 1, '\(token(1).hex)', 'a.csv', 2, 'u1', 'i1', 1, NULL, 1, 1, 0, 'pending'),
+                           (2, 1, '\(token(2).hex)', 'a.csv', 3, 'u2', 'i2', 2, NULL, 0, 1, 1, 'sent'),
+                           (3, 1, '\(token(3).hex)', 'a.csv', 4, 'u3', 'i3', NULL, X'7B7D', 1, 0, 0, 'pending');
+                """)
+        }
+        try old.close()
+        let store = try StateStore(path: path)
+        let state = store.run(try store.openRun(campaign: CampaignName("migrate")))
+        #expect(try state.isRouted())
+        let routes = try DatabaseQueue(path: path).read { db in
+            (try Int.fetchAll(db, sql: "SELECT route FROM audience_row ORDER BY id"), try Int.fetchAll(db, sql: "SELECT route FROM recipient ORDER BY seq"),
+             try Row.fetchAll(db, sql: "PRAGMA table_info(recipient)").map { $0["name"] as String })
+        }
+        #expect(routes.0 == [5, 0] && routes.1 == [5, 3, 4])
+        #expect(!routes.2.contains("app") && !routes.2.contains("environment") && !routes.2.contains("fallback"))
+        #expect(try state.claim(limit: 10).map { "\($0.seq) \($0.app) \($0.environment) \($0.fellBack)" } == ["1 1 1 false", "3 1 0 false"])
+        var accepted: [String] = []
+        try state.forEachFallbackAccepted { t, app, environment in accepted.append("\(t == token(2).hex) \(app) \(environment.name)") }
+        #expect(accepted == ["true 0 sandbox"])
+        #expect(try rows(state).map { "\($0.app ?? "-") \($0.environment ?? "-")" } == ["partner sandbox", "acme sandbox", "partner production"])
+    }
 }
