@@ -237,9 +237,14 @@ public struct BroadcastSpec: Sendable, Equatable {
     public struct Channel: Sendable, Equatable {
         public var id: String
         public var line: Int
-        public init(id: String, line: Int) { self.id = id; self.line = line }
+        /// The name of the app (`apns.apps`) the channel was created for, as the mapping form of
+        /// `push.broadcast.channels` gives it; nil in a plain list (the job's one app). Channels are
+        /// per app: Apple answers a broadcast to another app's channel `ChannelNotRegistered`.
+        public var app: String?
+        public init(id: String, line: Int, app: String? = nil) { self.id = id; self.line = line; self.app = app }
     }
-    /// `push.broadcast.channels`; empty when the audience names the channels (`audience.channel_field`).
+    /// `push.broadcast.channels`, in the order written (app by app in the mapping form); empty when
+    /// the audience names the channels (`audience.channel_field`).
     public var channels: [Channel]
     public init(channels: [Channel] = []) { self.channels = channels }
 

@@ -141,5 +141,7 @@ public enum PushDestination: Sendable, Equatable {
     case devices
     /// `POST /4/broadcasts/apps/<bundle-id>` with `apns-channel-id` and `apns-request-id`, no
     /// `apns-topic` (https://developer.apple.com/documentation/usernotifications/sending-broadcast-push-notification-requests-to-apns).
-    case broadcasts(bundleId: String)
+    /// Each request's bundle id is its own `PushRequest.topic` without the Live Activity suffix, so
+    /// one sender carries broadcasts of several apps (docs/many-apps.md).
+    case broadcasts
 }

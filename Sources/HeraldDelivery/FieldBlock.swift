@@ -5,7 +5,9 @@ import HeraldCore
 /// builds an APNs request's fields, for device pushes and broadcasts. The fields every request
 /// with the same `SharedKey` shares (authorization, topic, push type, priority, collapse id,
 /// expiration) are packed once; per request only the path, the request's id and the length are,
-/// the values unique to the request flagged so HPACK does not index them.
+/// the values unique to the request flagged so HPACK does not index them. A broadcast's path is
+/// its app's (`/4/broadcasts/apps/<bundle id>`, from the request's topic), the same for every
+/// request of that app: it is packed with the shared fields, so a request allocates no String.
 struct FieldBlock {
     /// Everything in a request's fields but its path, id and length.
     struct SharedKey: Equatable {
@@ -24,7 +26,7 @@ struct FieldBlock {
     private var recent: [Packed] = []
     /// A struct, not a tuple: an array of tuples is copied element by element through the
     /// runtime's generic tuple witnesses, on every request.
-    private struct Packed { var key: SharedKey; var fields: [UInt8] }
+    private struct Packed { var key: SharedKey; var fields: [UInt8]; var path: [UInt8] }
     static let recentKeys = 8
 
     mutating func prepare(_ r: PushRequest, for destination: PushDestination, key: SharedKey, jwt: String?) {
@@ -33,6 +35,7 @@ struct FieldBlock {
         if found < 0 {
             if recent.count == Self.recentKeys { recent.removeFirst() }
             var shared: [UInt8] = []
+            var path: [UInt8] = []
             switch destination {
             case .devices:
                 // https://developer.apple.com/documentation/usernotifications/sending-notification-requests-to-apns
@@ -49,9 +52,10 @@ struct FieldBlock {
                 Self.append(&shared, "apns-push-type", PushType.liveactivity.rawValue.utf8)
                 Self.append(&shared, "apns-priority", String(r.priority).utf8)
                 Self.append(&shared, "apns-expiration", String(r.expiration ?? 0).utf8)
+                Self.append(&path, ":path", Self.broadcastPath(Self.bundleId(topic: r.topic)).utf8)
             }
             if let jwt { Self.append(&shared, "authorization", "bearer \(jwt)".utf8) }
-            recent.append(Packed(key: key, fields: shared))
+            recent.append(Packed(key: key, fields: shared, path: path))
             found = recent.count - 1
         }
         bytes.removeAll(keepingCapacity: true)
@@ -63,8 +67,8 @@ struct FieldBlock {
             bytes.append(contentsOf: prefix)
             bytes.append(contentsOf: r.token.hex.utf8)
             Self.append(&bytes, "apns-id", r.apnsId.utf8, unique: true)
-        case .broadcasts(let bundleId):
-            Self.append(&bytes, ":path", Self.broadcastPath(bundleId).utf8)
+        case .broadcasts:
+            bytes.append(contentsOf: recent[found].path)
             Self.append(&bytes, "apns-channel-id", r.token.hex.utf8, unique: true)
             Self.append(&bytes, "apns-request-id", r.apnsId.utf8, unique: true)
         }
@@ -73,7 +77,16 @@ struct FieldBlock {
     }
 
     /// A broadcast's path: every channel of an app shares it.
-    static func broadcastPath(_ bundleId: String) -> String { "/4/broadcasts/apps/" + bundleId }
+    static func broadcastPath(_ bundleId: some StringProtocol) -> String { "/4/broadcasts/apps/" + bundleId }
+
+    /// The bundle id a broadcast's path names: its Live Activity topic without the
+    /// `.push-type.liveactivity` suffix (Apple's path takes "your app's bundle ID"; the simulator,
+    /// like APNs, refuses a push-type suffix there with `TopicDisallowed`). A topic without the
+    /// suffix is taken as the bundle id.
+    static func bundleId(topic: String) -> Substring {
+        let suffix = PushType.liveactivity.topicSuffix
+        return topic.hasSuffix(suffix) ? topic.dropLast(suffix.count) : Substring(topic)
+    }
 
     private static func append(_ out: inout [UInt8], _ name: StaticString, _ value: some Collection<UInt8>, unique: Bool = false) {
         appendName(&out, name, unique: unique)

@@ -55,7 +55,8 @@ extension Context {
     /// What `apns.apps` and the audience's app and environment fields need of each other.
     func checkApps(_ apns: APNsSpec, audience: AudienceSpec?, audienceMap: YAMLMapping?, apnsMap: YAMLMapping, broadcast: Bool) throws(JobError) {
         let appField = audience?.appField, environmentField = audience?.environmentField
-        if apns.apps.count > 1 && appField == nil {
+        // A broadcast that lists its channels has no audience: its mapping names each channel's app.
+        if apns.apps.count > 1 && appField == nil && audience != nil {
             throw JobError(file: file, line: audienceMap?.line ?? apnsMap.line,
                            "audience.app_field is required with more than one app in apns.apps: it names each row's app")
         }
@@ -64,10 +65,6 @@ extension Context {
         }
         if environmentField != nil, case .custom = apns.endpoint, let a = audienceMap {
             throw a.error("environment_field", "needs endpoint: production, sandbox or simulator; point each environment elsewhere with apns.endpoints")
-        }
-        if broadcast && (apns.apps.count > 1 || environmentField != nil) {
-            throw apnsMap.error("apps", "with more than one app, or audience.environment_field, does not apply to a broadcast yet: "
-                                + "give each app's broadcast its own job")
         }
         if apns.environmentFallback && broadcast {
             throw apnsMap.error("environment_fallback", "does not apply to a broadcast: a channel belongs to one environment")

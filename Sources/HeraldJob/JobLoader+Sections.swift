@@ -152,7 +152,7 @@ extension Context {
     }
 
     /// `experiment`: the job has an experiment section, whose variants carry the templates.
-    func parsePush(_ m: inout YAMLMapping, experiment: Bool = false) throws(JobError) -> PushSpec {
+    func parsePush(_ m: inout YAMLMapping, experiment: Bool = false, apps: [AppSpec] = []) throws(JobError) -> PushSpec {
         let type = try m.choice("type", PushType.self) ?? .alert
         var priority = type.defaultPriority
         var priorityTemplate: String?
@@ -210,7 +210,7 @@ extension Context {
             if n.null != nil { broadcast = BroadcastSpec() } else {
                 guard case .mapping = n else { throw JobError(file: file, line: l, "push.broadcast must be a mapping such as { channels: [...] } or {}") }
                 var b = try YAMLMapping(n, path: "push.broadcast", file: file)
-                broadcast = try parseBroadcast(&b)
+                broadcast = try parseBroadcast(&b, apps: apps)
             }
         }
         try m.finish(known: ["type", "priority", "template", "template_file", "locales", "missing_field", "oversize", "collapse_id", "expiration",

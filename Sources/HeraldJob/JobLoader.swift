@@ -112,7 +112,7 @@ struct Context {
         let warnings = try obsoleteEngineKeys(&apnsMap)
         let apns = try parseAPNs(&apnsMap, overrides: overrides)
         guard var pushMap = try top.mapping("push") else { throw JobError(file: file, line: nil, "push is required") }
-        var push = try parsePush(&pushMap, experiment: top.has("experiment"))
+        var push = try parsePush(&pushMap, experiment: top.has("experiment"), apps: apns.apps)
         // An audience naming channels is a broadcast even where the job writes no push.broadcast.
         if parsedAudience?.channelField != nil && push.broadcast == nil { push.broadcast = BroadcastSpec() }
         if push.broadcast != nil, let e = try top.mapping("experiment") {

@@ -28,7 +28,8 @@ public struct AppRouting: Sendable {
     public init(job: JobSpec, numbers: [UInt16]? = nil) {
         apps = job.apns.appList
         self.numbers = numbers ?? apps.indices.map { UInt16($0) }
-        appField = job.apns.apps.isEmpty ? nil : job.audience.appField
+        // Channels listed per app in the job carry their app as a row's app field would.
+        appField = job.apns.apps.isEmpty ? nil : job.audience.appField ?? (ListedChannels.namesApps(job) ? ListedChannels.appKey : nil)
         environmentField = job.audience.environmentField
         defaultEnvironment = job.apns.defaultEnvironment
         names = apps.map(\.name)

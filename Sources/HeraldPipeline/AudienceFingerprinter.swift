@@ -46,7 +46,8 @@ enum AudienceFingerprinter {
     /// again like a changed audience file (channels already sent are not sent again).
     static func listedChannels(of spec: JobSpec) -> AudienceFingerprint? {
         guard let channels = spec.push.broadcast?.channels, !channels.isEmpty else { return nil }
-        let text = Array(channels.map(\.id).joined(separator: "\n").utf8)
+        // A channel moved to another app is another recipient: the app is part of the list.
+        let text = Array(channels.map { c in c.app.map { "\($0) \(c.id)" } ?? c.id }.joined(separator: "\n").utf8)
         let digest = SHA256.hash(data: text).map { String(format: "%02x", $0) }.joined()
         return AudienceFingerprint(name: "push.broadcast.channels", path: spec.jobFile, size: Int64(text.count), mtime: 0, sha256: digest)
     }

@@ -19,7 +19,8 @@ extension CampaignRunner {
                  reading: SendWhileReading? = nil) throws(RunFailure) -> SendResult {
         let target = try DeliveryTarget(spec: spec, bundleId: headers.bundleId, credentials: credentials)
         defer { target.shutdown() }
-        let destination: PushDestination = spec.isBroadcast ? .broadcasts(bundleId: headers.bundleId) : .devices
+        // A broadcast's path names each request's own app (its topic): one destination serves every app.
+        let destination: PushDestination = spec.isBroadcast ? .broadcasts : .devices
         let sender = try Self.wrap(.preparing) { () throws(DeliveryError) -> any PushSending in
             if target.pools.count == 1 {
                 return try APNsSender(settings: target.settings, connections: target.pools[0].connections, token: target.token, destination: destination)

@@ -12,8 +12,9 @@ struct ChannelsCommand: ParsableCommand {
         commandName: "channels",
         abstract: "Create, list, show and delete Live Activity broadcast channels (iOS 18) of a job's app.",
         discussion: """
-            The app is the job's apns.topic (its bundle id), the credentials its apns.auth or \
-            apns.certificate, the host Apple's channel management host for endpoint production \
+            The app is the job's apns.topic (its bundle id), or with apns.apps the one --app names, \
+            the credentials that app's auth or certificate, the host Apple's channel management host \
+            for the job's environment or --environment: production \
             (api-manage-broadcast.push.apple.com:2196) or sandbox (…sandbox…:2195), or \
             apns.channels_endpoint / --channels-endpoint for any other endpoint (herald sim \
             --management-port). Exit codes as for `herald run`: 0 done; 2 usage, configuration, \
@@ -31,12 +32,23 @@ struct ChannelsCommand: ParsableCommand {
         @Option(name: .customLong("ca-file"), help: "PEM CA bundle trusted instead of the system store.") var caFile: String?
         @Option(name: .customLong("channels-endpoint"), help: ArgumentHelp("https://host:port of the channel management API, instead of the job's apns.channels_endpoint.", valueName: "url"))
         var channelsEndpoint: String?
+        @Option(help: ArgumentHelp("The app of apns.apps whose channels these are (required with more than one): its topic and its own key or certificate.", valueName: "name"))
+        var app: String?
+        @Option(help: ArgumentHelp("production or sandbox: the environment whose channels these are, instead of the job's apns.endpoint (channels are per environment).", valueName: "env"))
+        var environment: String?
         @Flag(help: "Print one JSON object instead of text.") var json = false
+
+        func validate() throws {
+            if let environment, APNsEnvironment(name: environment) == nil {
+                throw ValidationError("--environment must be production or sandbox, not \(environment)")
+            }
+        }
 
         func admin() throws -> ChannelAdmin {
             do {
                 let spec = try JobLoader.load(path: job, overrides: JobOverrides(endpoint: endpoint, caFile: caFile, channelsEndpoint: channelsEndpoint))
-                return try ChannelAdmin(spec: spec)
+                return try ChannelAdmin(spec: spec, app: app, environment: environment.flatMap(APNsEnvironment.init(name:)),
+                                        channelsEndpointGiven: channelsEndpoint != nil)
             } catch {
                 throw Output.fail(error, during: .preparing)
             }
@@ -47,7 +59,10 @@ struct ChannelsCommand: ParsableCommand {
             do { return try body() } catch { throw Output.fail(error, during: .preparing) }
         }
 
-        func print(text: String, json object: [String: Any]) {
+        /// `object` with `app` added when `--app` named one: the keys of a one-app job stay as they were.
+        func print(text: String, json object: [String: Any], admin: ChannelAdmin) {
+            var object = object
+            if let app = admin.app { object["app"] = app }
             if json {
                 let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
                 FileHandle.standardOutput.write(data + Data("\n".utf8))
@@ -76,7 +91,7 @@ struct ChannelsCommand: ParsableCommand {
             let made = try target.attempt { try admin.client.create(policy: policy) }
             target.print(text: made.channel,
                          json: ["channel_id": made.channel, "bundle_id": admin.bundleId, "storage_policy": policy.name,
-                                "message_storage_policy": policy.rawValue, "apns_request_id": made.requestId])
+                                "message_storage_policy": policy.rawValue, "apns_request_id": made.requestId], admin: admin)
         }
     }
 
@@ -87,7 +102,7 @@ struct ChannelsCommand: ParsableCommand {
         func run() throws {
             let admin = try target.admin()
             let channels = try target.attempt { try admin.client.list() }
-            target.print(text: channels.joined(separator: "\n"), json: ["bundle_id": admin.bundleId, "channels": channels])
+            target.print(text: channels.joined(separator: "\n"), json: ["bundle_id": admin.bundleId, "channels": channels], admin: admin)
         }
     }
 
@@ -100,7 +115,8 @@ struct ChannelsCommand: ParsableCommand {
             let admin = try target.admin()
             let policy = try target.attempt { try admin.client.read(channel) }
             target.print(text: "channel         \(channel)\nbundle          \(admin.bundleId)\nstorage policy  \(policy.name) (\(policy.rawValue))",
-                         json: ["channel_id": channel, "bundle_id": admin.bundleId, "storage_policy": policy.name, "message_storage_policy": policy.rawValue])
+                         json: ["channel_id": channel, "bundle_id": admin.bundleId, "storage_policy": policy.name, "message_storage_policy": policy.rawValue],
+                         admin: admin)
         }
     }
 
@@ -114,7 +130,7 @@ struct ChannelsCommand: ParsableCommand {
         func run() throws {
             let admin = try target.admin()
             try target.attempt { try admin.client.delete(channel) }
-            target.print(text: "deleted \(channel)", json: ["deleted": channel, "bundle_id": admin.bundleId])
+            target.print(text: "deleted \(channel)", json: ["deleted": channel, "bundle_id": admin.bundleId], admin: admin)
         }
     }
 }

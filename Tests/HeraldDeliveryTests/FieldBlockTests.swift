@@ -44,10 +44,11 @@ import Testing
         var r = StreamingSenderTests.jobs(9...9)[0].request
         r.apnsId = "0d5a1b2c-0000-4000-8000-000000000009"
         r.priority = 5
+        r.topic = "com.example.game.push-type.liveactivity"
         var block = FieldBlock()
         let key = FieldBlock.SharedKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
                                        collapseId: nil, expiration: nil)
-        block.prepare(r, for: .broadcasts(bundleId: "com.example.game"), key: key, jwt: "h.c.s")
+        block.prepare(r, for: .broadcasts, key: key, jwt: "h.c.s")
         let fields = Self.unpack(block.bytes)
         #expect(fields.map(\.0) == [":path", "apns-channel-id", "apns-request-id", "content-length", "apns-push-type", "apns-priority",
                                     "apns-expiration", "authorization"], "\(fields.map(\.0))")
@@ -56,5 +57,26 @@ import Testing
         #expect(value("apns-channel-id") == r.token.hex && value("apns-request-id") == r.apnsId)
         #expect(value("apns-push-type") == "liveactivity" && value("apns-priority") == "5" && value("apns-expiration") == "0")
         #expect(Set(fields.filter(\.2).map(\.0)) == ["apns-channel-id", "apns-request-id"], "\(fields)")
+    }
+
+    /// One sender carries the broadcasts of several apps (docs/many-apps.md): each request's path
+    /// names its own app's bundle id (its topic without `.push-type.liveactivity`), also when the
+    /// apps alternate and their packed fields come from the cache.
+    @Test func eachBroadcastGoesToItsOwnAppsPath() {
+        var block = FieldBlock()
+        let apps = ["com.acme.app", "com.partner.app", "com.acme.ipad"]
+        for round in 0..<3 {
+            for (i, bundle) in apps.enumerated() {
+                var r = StreamingSenderTests.jobs((i + 1)...(i + 1))[0].request
+                r.pushType = .liveactivity
+                r.topic = bundle + ".push-type.liveactivity"
+                let key = FieldBlock.SharedKey(generation: 1, topic: r.topic, pushType: r.pushType, priority: r.priority,
+                                               collapseId: nil, expiration: nil)
+                block.prepare(r, for: .broadcasts, key: key, jwt: "h.c.s")
+                let fields = Self.unpack(block.bytes)
+                #expect(fields.filter { $0.0 == ":path" }.map(\.1) == ["/4/broadcasts/apps/" + bundle], "round \(round): \(fields)")
+                #expect(fields.first?.0 == ":path" && !fields.contains { $0.0 == "apns-topic" })
+            }
+        }
     }
 }

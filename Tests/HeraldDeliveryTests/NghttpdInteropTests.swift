@@ -123,7 +123,7 @@ import X509
         let server = try Server(echo: true, maxStreams: 100)
         defer { server.stop() }
         let count = 200
-        let sender = try Self.sender(server, streams: 100, connections: 1, destination: .broadcasts(bundleId: StreamingSenderTests.bundle))
+        let sender = try Self.sender(server, streams: 100, connections: 1, destination: .broadcasts)
         let results = StreamingSenderTests.stream(sender, StreamingSenderTests.jobs(1...count), ahead: 200)
         Self.expectEachAnsweredOnce(results, count, status: 200, sender)
         sender.shutdown()

@@ -105,12 +105,18 @@ import Testing
         #expect(error.description.contains("line \(line)") || error.description.contains(":\(line):"), "\(error)")
     }
 
-    @Test func manyAppsAreNotABroadcastYet() throws {
+    /// A broadcast sends for many apps too (docs/many-apps.md#broadcasts); a channel belongs to one
+    /// environment, so `environment_fallback` still does not apply.
+    @Test func manyAppsMayBroadcastWithoutEnvironmentFallback() throws {
+        let apps = "  endpoint: production\n  apps:\n    - { name: a, topic: com.a, auth: { team_id: TEAM111111, key_id: KEY1111111, key_env: P8 } }\n"
+            + "    - { name: b, topic: com.b, auth: { team_id: TEAM111111, key_id: KEY1111111, key_env: P8 } }"
+        let push = "{ type: liveactivity, broadcast: {}, template: { aps: { event: update, timestamp: 1, content-state: {} } } }"
+        let spec = try load(apns: apps, audience: "{ files: [../a.csv], channel_field: token, app_field: app, environment_field: env }", push: push)
+        #expect(spec.isBroadcast && spec.apns.apps.count == 2)
         let error = try #require(throws: JobError.self) {
-            try load(apns: "  endpoint: simulator\n  apps:\n    - { name: a, topic: com.a }\n    - { name: b, topic: com.b }",
-                     audience: "{ files: [../a.csv], app_field: app }",
-                     push: "{ type: liveactivity, broadcast: {}, template: { aps: { event: update, timestamp: 1, content-state: {} } } }")
+            try load(apns: apps + "\n  environment_fallback: true", audience: "{ files: [../a.csv], channel_field: token, app_field: app }", push: push)
         }
-        #expect(error.description.contains("does not apply to a broadcast yet"), "\(error)")
+        #expect(error.description.contains("apns.environment_fallback does not apply to a broadcast"), "\(error)")
+        #expect(error.line == 8, "\(error)")
     }
 }

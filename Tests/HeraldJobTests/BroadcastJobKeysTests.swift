@@ -85,4 +85,86 @@ import Testing
             #expect(e.line == line, "\(message): line \(String(describing: e.line))")
         }
     }
+
+    /// Two apps of `apns.apps` for the many-apps cases (docs/many-apps.md#broadcasts).
+    static let twoApps = """
+        apns:
+          endpoint: simulator
+          apps:
+            - { name: acme, topic: com.acme.app }
+            - { name: partner, topic: com.partner.app }
+        """
+
+    /// With `apns.apps`, `push.broadcast.channels` maps each app's name to its channels: each
+    /// channel keeps its app and its own line, in the order written.
+    @Test func channelsListedPerAppKeepTheirApp() throws {
+        let spec = try load("""
+            campaign: c
+            \(Self.twoApps)
+            push:
+              type: liveactivity
+              broadcast:
+                channels:
+                  acme: [bWF0Y2gtNDI=, "dHN0LXNyY2gtY2hubA=="]
+                  partner:
+                    - bWF0Y2gtNDI=
+              \(Self.update)
+            """)
+        #expect(spec.isBroadcast && spec.audience.files.isEmpty && spec.audience.appField == nil)
+        #expect(spec.push.broadcast?.channels == [.init(id: "bWF0Y2gtNDI=", line: 11, app: "acme"), .init(id: "dHN0LXNyY2gtY2hubA==", line: 11, app: "acme"),
+                                                  .init(id: "bWF0Y2gtNDI=", line: 13, app: "partner")])
+        // One app of apns.apps: the plain list is its channels, as the mapping naming it is.
+        for channels in ["[bWF0Y2gtNDI=]", "{ acme: [bWF0Y2gtNDI=] }"] {
+            let one = try load("""
+                campaign: c
+                apns: { endpoint: simulator, apps: [{ name: acme, topic: com.acme.app }] }
+                push: { type: liveactivity, broadcast: { channels: \(channels) }, \(Self.update) }
+                """)
+            #expect(one.push.broadcast?.channels.map(\.id) == ["bWF0Y2gtNDI="], "\(channels)")
+        }
+    }
+
+    /// Each mistake in the mapping form names the key and its line (exit 2).
+    @Test func channelsPerAppMistakesNameTheKeyAndLine() throws {
+        let push = "push:\n  type: liveactivity\n  \(Self.update)\n  broadcast:\n    channels:"
+        let cases: [(String, Int, String)] = [
+            ("campaign: c\n\(Self.twoApps)\n\(push) [bWF0Y2gtNDI=]", 11,
+             "push.broadcast.channels must name each channel's app with more than one app in apns.apps: a mapping such as { acme: [...], partner: [...] }"),
+            ("campaign: c\n\(Self.twoApps)\n\(push)\n      acme: [bWF0Y2gtNDI=]\n      parnter: [bWF0Y2gtNDI=]", 13,
+             "push.broadcast.channels.parnter: \"parnter\" is not one of apns.apps: acme, partner"),
+            ("campaign: c\n\(Self.twoApps)\n\(push)\n      acme: []", 12, "push.broadcast.channels.acme lists no channel"),
+            ("campaign: c\n\(Self.twoApps)\n\(push)\n      acme: [bWF0Y2gtNDI=]\n      partner:\n        - bWF0Y2gtNDI=\n        - bWF0Y2gtNDI=", 15,
+             "push.broadcast.channels.partner[1] lists bWF0Y2gtNDI= a second time"),
+            ("campaign: c\n\(Self.twoApps)\n\(push)\n      acme: [not base64!]", 12, "push.broadcast.channels.acme[0] is not a channel id"),
+            ("campaign: c\n\(Self.twoApps)\n\(push)\n      acme: bWF0Y2gtNDI=", 12, "push.broadcast.channels.acme must be a list of channel ids"),
+            ("campaign: c\n\(Self.twoApps)\n\(push) {}", 11, "push.broadcast.channels lists no channel"),
+            ("campaign: c\napns: { endpoint: simulator, topic: com.example.app }\n\(push) { acme: [bWF0Y2gtNDI=] }", 7,
+             "push.broadcast.channels names apps, and the job has one app (apns.topic)"),
+            ("campaign: c\n\(Self.twoApps)\n  environment_fallback: true\n\(push)\n      acme: [bWF0Y2gtNDI=]", 7,
+             "apns.environment_fallback does not apply to a broadcast"),
+        ]
+        for (text, line, message) in cases {
+            let e = try #require(refusal(text), "refused: \(message)")
+            #expect(e.message.hasPrefix(message), "\(e.message)")
+            #expect(e.line == line, "\(message): line \(String(describing: e.line))")
+        }
+    }
+
+    /// A broadcast audience over several apps and both environments: each row's channel goes to
+    /// its app (`audience.app_field`) and environment (`audience.environment_field`).
+    @Test func aBroadcastAudienceMayNameEachRowsAppAndEnvironment() throws {
+        try dir.write("data/apps.csv", "channel,app,env\nbWF0Y2gtNDI=,acme,sandbox\n")
+        let spec = try JobLoader.load(path: try dir.write("jobs/apps.yaml", """
+            campaign: c
+            audience: { files: [../data/apps.csv], channel_field: channel, app_field: app, environment_field: env }
+            apns:
+              endpoint: production
+              apps:
+                - { name: acme, topic: com.acme.app, auth: { team_id: TEAM111111, key_id: KEY1111111, key_env: ACME_P8 } }
+                - { name: partner, topic: com.partner.app, auth: { team_id: TEAM222222, key_id: KEY2222222, key_env: PARTNER_P8 } }
+            push: { type: liveactivity, \(Self.update) }
+            """))
+        #expect(spec.isBroadcast && spec.isRouted && spec.audience.appField == "app" && spec.audience.environmentField == "env")
+    }
 }
+

@@ -172,4 +172,51 @@ import Testing
         let v = b.respond(to: r, on: connection, now: now)
         #expect(v.status == 503 && v.reason == "ServiceUnavailable" && v.fault == "p503")
     }
+
+    /// Many apps (docs/many-apps.md#broadcasts): channels are per bundle id, so a broadcast for one
+    /// app to a channel created under another app of the same key is 400 `ChannelNotRegistered`, as
+    /// APNs answers a channel unknown to the path's app; another team's key on the app's path is 403
+    /// `TopicMismatch` ("the key's or certificate's bundle ids do not include the bundle id in the
+    /// path"), for broadcasts and channel management alike; each app lists only its own channels.
+    @Test func aChannelBelongsToTheAppItWasCreatedForAndItsKey() throws {
+        let other = P256.Signing.PrivateKey()
+        let keys = [SimulatorTokenKey(teamId: Self.teamId, keyId: Self.keyId, publicKeyPEM: key.publicKey.pemRepresentation,
+                                      bundleIds: [Self.bundle, "com.example.ipad"]),
+                    SimulatorTokenKey(teamId: "TEAMBBBBBB", keyId: "KEYBBBBBBB", publicKeyPEM: other.publicKey.pemRepresentation, bundleIds: ["com.beta.app"])]
+        let config = SimulatorConfiguration(tokenKeys: keys)
+        let registry = ChannelRegistry()
+        let m = try ChannelManagementBehavior(configuration: config, channels: registry)
+        let b = try APNsBehavior(configuration: config, channels: registry)
+        let created = m.respond(to: try request("POST", Self.channels, body: Self.create), on: connection, now: now)
+        let channel = try #require(created.extraHeaders["apns-channel-id"])
+        let teamB = try HandMadeJWT.make(key: other, header: #"{"alg":"ES256","kid":"KEYBBBBBBB"}"#,
+                                         claims: #"{"iss":"TEAMBBBBBB","iat":\#(Int(now.timeIntervalSince1970))}"#)
+        let teamBConnection = SimulatorConnection(id: 2)
+        func broadcast(_ bundle: String, teamB useB: Bool = false) throws -> SimulatorVerdict {
+            var headers = [("apns-channel-id", channel), ("apns-push-type", "liveactivity"), ("apns-expiration", "0"), ("apns-priority", "10")]
+            if useB { headers.append(("authorization", "bearer " + teamB)) }
+            let r = try request("POST", "/4/broadcasts/apps/\(bundle)", headers: headers, body: #"{"aps":{"event":"update","timestamp":1,"content-state":{}}}"#,
+                                auth: !useB)
+            return b.respond(to: r, on: useB ? teamBConnection : connection, now: now)
+        }
+        let own = try broadcast(Self.bundle)
+        #expect(own.status == 200 && own.topic == Self.bundle, "\(own)")
+        let sibling = try broadcast("com.example.ipad")
+        #expect(sibling.status == 400 && sibling.reason == "ChannelNotRegistered" && sibling.topic == "com.example.ipad", "\(sibling)")
+        let foreign = try broadcast(Self.bundle, teamB: true)
+        #expect(foreign.status == 403 && foreign.reason == "TopicMismatch", "\(foreign)")
+        let teamBsOwn = try broadcast("com.beta.app", teamB: true)
+        #expect(teamBsOwn.status == 400 && teamBsOwn.reason == "ChannelNotRegistered", "\(teamBsOwn)")
+
+        func list(_ bundle: String, teamB useB: Bool = false) throws -> SimulatorVerdict {
+            let r = try request("GET", "/1/apps/\(bundle)/all-channels", headers: useB ? [("authorization", "bearer " + teamB)] : [], auth: !useB)
+            return m.respond(to: r, on: useB ? teamBConnection : connection, now: now)
+        }
+        #expect(text(try list(Self.bundle)) == #"{"channels":["\#(channel)"]}"#)
+        #expect(text(try list("com.example.ipad")) == #"{"channels":[]}"#)
+        #expect(text(try list("com.beta.app", teamB: true)) == #"{"channels":[]}"#)
+        let listedByB = try list(Self.bundle, teamB: true)
+        #expect(listedByB.status == 403 && listedByB.reason == "TopicMismatch", "\(listedByB)")
+    }
 }
+
