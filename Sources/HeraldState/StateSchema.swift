@@ -297,11 +297,11 @@ enum StateSchema {
         }
         // Many apps in one campaign (docs/many-apps.md): `run_app` numbers the apps a run's rows
         // belong to (by name, so a job that reorders `apns.apps` finds its apps again), and each
-        // staged row and recipient keeps its `app` (that number) and `environment` (0 production,
-        // 1 sandbox). `run.routed`: the run's reports and events say which app and environment.
-        // `recipient.fallback` 1: moved to the other environment once after BadDeviceToken
-        // (`apns.environment_fallback`), never again.
-        // A job without `apns.apps` has one app, 0, named "".
+        // staged row and recipient keeps its app (that number), environment (production or
+        // sandbox) and fallback (moved to the other environment once after BadDeviceToken,
+        // `apns.environment_fallback`, never again) in `route` (`StoredRoute`). `run.routed`: the
+        // run's reports and events say which app and environment. A job without `apns.apps` has
+        // one app, 0, named "".
         m.registerMigration("12-apps") { db in
             try db.execute(sql: """
                 ALTER TABLE run ADD COLUMN routed INTEGER NOT NULL DEFAULT 0;
@@ -312,18 +312,19 @@ enum StateSchema {
                     topic TEXT NOT NULL,
                     PRIMARY KEY (run, app)
                 ) WITHOUT ROWID;
-                ALTER TABLE audience_row ADD COLUMN app INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE audience_row ADD COLUMN environment INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE recipient ADD COLUMN app INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE recipient ADD COLUMN environment INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE recipient ADD COLUMN fallback INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE audience_row ADD COLUMN route INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN route INTEGER NOT NULL DEFAULT 0;
                 """)
         }
-        // 12's three columns in one, `route` (`StoredRoute`): SQLite rewrites a recipient's whole
-        // record on every answer and decodes each column to do it, so each column costs every run,
-        // one app or many. Dropping a column rewrites the table once (SQLite 3.35 or later). SQLite's
-        // shifts and bitwise operators share one precedence, left to right: hence the parentheses.
+        // A file that took `12-apps` in its first form has three columns instead of `route`
+        // (`app`, `environment`, `fallback`; one less in audience_row): they become `route`. One
+        // column, not three: SQLite rewrites a recipient's whole record on every answer and decodes
+        // each column to do it, so each column costs every run, one app or many. A file that took
+        // 12 as it is now has nothing to do here (and a new file skips the costly DROP COLUMNs,
+        // each a rewrite of the table and a check of the whole schema). SQLite's shifts and bitwise
+        // operators share one precedence, left to right: hence the parentheses.
         m.registerMigration("13-route") { db in
+            guard try db.columns(in: "recipient").contains(where: { $0.name == "app" }) else { return }
             try db.execute(sql: """
                 ALTER TABLE audience_row ADD COLUMN route INTEGER NOT NULL DEFAULT 0;
                 UPDATE audience_row SET route = (app << 2) | environment WHERE app != 0 OR environment != 0;

@@ -143,14 +143,25 @@ import Testing
         #expect(claimed.map { "\($0.app) \($0.environment) \($0.fellBack)" } == ["1 1 true", "1 0 true"], "never moved twice")
     }
 
-    /// A state file written before `13-route` (app, environment and fallback in three columns of
-    /// their own) keeps every staged row's and recipient's app, environment and fallback.
+    /// A state file that took `12-apps` in its first form (app, environment and fallback in three
+    /// columns of their own) keeps every staged row's and recipient's app, environment and fallback.
     @Test func aStateFileWithAppColumnsMigratesToRoutes() throws {
         try FileManager.default.createDirectory(atPath: dir.file("migrate"), withIntermediateDirectories: true)
         let path = dir.file("migrate/c.sqlite")
         let old = try DatabaseQueue(path: path)
-        try StateSchema.migrator.migrate(old, upTo: "12-apps")
+        try StateSchema.migrator.migrate(old, upTo: "11-experiments")
         try old.write { db in
+            // `12-apps` as it was first released.
+            try db.execute(sql: """
+                ALTER TABLE run ADD COLUMN routed INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE run_app (run INTEGER NOT NULL, app INTEGER NOT NULL, name TEXT NOT NULL, topic TEXT NOT NULL, PRIMARY KEY (run, app)) WITHOUT ROWID;
+                ALTER TABLE audience_row ADD COLUMN app INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE audience_row ADD COLUMN environment INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN app INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN environment INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE recipient ADD COLUMN fallback INTEGER NOT NULL DEFAULT 0;
+                INSERT INTO grdb_migrations (identifier) VALUES ('12-apps');
+                """)
             try db.execute(sql: """
                 INSERT INTO run (id, run_id, campaign, started_at, routed) VALUES (1, 'r1', 'migrate', '2026-11-28T00:00:00.000Z', 1);
                 INSERT INTO run_app (run, app, name, topic) VALUES (1, 0, 'acme', 'com.acme.app'), (1, 1, 'partner', 'com.partner.app');
@@ -172,6 +183,7 @@ import Testing
         }
         #expect(routes.0 == [5, 0] && routes.1 == [5, 3, 4])
         #expect(!routes.2.contains("app") && !routes.2.contains("environment") && !routes.2.contains("fallback"))
+        #expect(routes.2.filter { $0 == "route" }.count == 1)
         #expect(try state.claim(limit: 10).map { "\($0.seq) \($0.app) \($0.environment) \($0.fellBack)" } == ["1 1 1 false", "3 1 0 false"])
         var accepted: [String] = []
         try state.forEachFallbackAccepted { t, app, environment in accepted.append("\(t == token(2).hex) \(app) \(environment.name)") }
