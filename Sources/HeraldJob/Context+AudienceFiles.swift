@@ -28,6 +28,8 @@ extension Context {
             var found: [AudienceFile]
             if exists && !isDir.boolValue {
                 found = [AudienceFile(name: name, path: path)]
+            } else if audienceUnread {
+                found = Self.isPattern(name) ? ((try? matches(of: name, line: line)) ?? []) : [AudienceFile(name: name, path: path)]
             } else if Self.isPattern(name) {
                 found = try matches(of: name, line: line)
             } else {

@@ -12,10 +12,14 @@ public struct JobOverrides: Sendable {
     public var channelsEndpoint: String?
     /// `--winner` (`herald run`): `experiment.winner`.
     public var winner: String?
+    /// The command reads no audience (`herald channels`): an `audience.files` entry that names no
+    /// file yet is taken as written. A broadcast's audience lists channels, and they are created
+    /// with this same job before that file can exist.
+    public var audienceUnread: Bool
     public init(statePath: String? = nil, reportsDir: String? = nil, endpoint: String? = nil, caFile: String? = nil,
-                channelsEndpoint: String? = nil, winner: String? = nil) {
+                channelsEndpoint: String? = nil, winner: String? = nil, audienceUnread: Bool = false) {
         self.statePath = statePath; self.reportsDir = reportsDir; self.endpoint = endpoint; self.caFile = caFile
-        self.channelsEndpoint = channelsEndpoint; self.winner = winner
+        self.channelsEndpoint = channelsEndpoint; self.winner = winner; self.audienceUnread = audienceUnread
     }
 
     /// Environment variables that chose the old libcurl engine and its shims: still recognised,
@@ -58,7 +62,7 @@ public enum JobLoader {
         } catch {
             throw JobError(file: path, line: Self.line(of: error), "not valid YAML: \(Self.summary(of: error))")
         }
-        let ctx = Context(file: path, baseDir: jobURL.deletingLastPathComponent())
+        let ctx = Context(file: path, baseDir: jobURL.deletingLastPathComponent(), audienceUnread: overrides.audienceUnread)
         return try ctx.parse(root, jobFile: jobURL.path, overrides: overrides)
     }
 
@@ -90,6 +94,8 @@ public enum JobLoader {
 struct Context {
     let file: String
     let baseDir: URL
+    /// `JobOverrides.audienceUnread`.
+    var audienceUnread = false
 
     func resolve(_ p: String) -> String {
         let expanded = (p as NSString).expandingTildeInPath

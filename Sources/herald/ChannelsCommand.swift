@@ -46,7 +46,8 @@ struct ChannelsCommand: ParsableCommand {
 
         func admin() throws -> ChannelAdmin {
             do {
-                let spec = try JobLoader.load(path: job, overrides: JobOverrides(endpoint: endpoint, caFile: caFile, channelsEndpoint: channelsEndpoint))
+                let spec = try JobLoader.load(path: job, overrides: JobOverrides(endpoint: endpoint, caFile: caFile, channelsEndpoint: channelsEndpoint,
+                                                                                audienceUnread: true))
                 return try ChannelAdmin(spec: spec, app: app, environment: environment.flatMap(APNsEnvironment.init(name:)),
                                         channelsEndpointGiven: channelsEndpoint != nil)
             } catch {

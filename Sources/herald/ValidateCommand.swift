@@ -67,7 +67,7 @@ enum ValidateReport {
             let environments = APNsEnvironment.allCases.compactMap { e in
                 app.rows[e].map { "\(n($0)) \(e.name) (\(app.endpoints[e] ?? ""))" }
             }
-            lines.append("app       \(name): \(n(app.distinct)) distinct tokens" + (environments.isEmpty ? "" : "; rows: " + environments.joined(separator: ", ")))
+            lines.append("app       \(name): \(n(app.distinct)) distinct \(r.broadcast ? "channels" : "tokens")" + (environments.isEmpty ? "" : "; rows: " + environments.joined(separator: ", ")))
         }
         if !r.firstInvalid.isEmpty {
             lines.append(r.invalid > 5 ? "first 5 of \(n(r.invalid)) invalid rows:" : "invalid rows:")

@@ -72,6 +72,27 @@ import Glibc
         #expect(!log.contains("eyJ"), "no JWT in the log")
     }
 
+    /// A broadcast job's audience lists channels, so its file cannot exist before they are made
+    /// with the same job: `herald channels` reads no audience and does not ask for the file;
+    /// `herald run` still does.
+    @Test func channelsAreMadeBeforeTheAudienceThatNamesThem() throws {
+        let (sim, _) = try start()
+        defer { stop(sim) }
+        let job = try job("com.example.scores", sim: sim) {
+            $0.audience.files = ["../data/matchday.csv"]
+            $0.audience.channelField = "channel"
+        }
+        let made = try herald(["channels", "create", job.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        let id = made.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try herald(["channels", "list", job.path]).stdout == "\(id)\n")
+        let run = try herald(["run", job.path])
+        #expect(run.status == 2 && run.stderr.contains("audience file not found: ../data/matchday.csv"), "\(run.stderr)")
+        _ = try dir.write("data/matchday.csv", "channel\n\(id)\n")
+        let sent = try herald(["run", job.path])
+        #expect(sent.status == 0, "\(sent.stderr)")
+    }
+
     @Test func eachRefusalHasItsExitCode() throws {
         let (sim, job) = try start(limit: 1)
         defer { stop(sim) }
