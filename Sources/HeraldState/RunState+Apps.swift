@@ -11,8 +11,8 @@ public struct RunApp: Sendable, Equatable {
 }
 
 /// How the state file keeps a staged row's or a recipient's app, environment and fallback: one
-/// integer, `route` = app << 2 | fallback << 1 | environment (migration `13-route`; a staged row's
-/// fallback bit is 0). SQL reads the parts with these expressions.
+/// integer, `route` = app << 2 | fallback << 1 | environment (migrations `12-apps` and
+/// `13-route`; a staged row's fallback bit is 0). SQL reads the parts with these expressions.
 enum StoredRoute {
     static func pack(app: Int, environment: Int, fellBack: Bool = false) -> Int { app << 2 | (fellBack ? 2 : 0) | (environment & 1) }
     /// The app's number (`run_app.app`), the environment (0 production, 1 sandbox), the fallback bit.
