@@ -63,7 +63,7 @@ extension RunState {
 
     /// Whether the run's reports and events say each recipient's app and environment.
     public func isRouted() throws(StateError) -> Bool {
-        try read { db in try Bool.fetchOne(db, sql: "SELECT routed FROM run WHERE id = ?", arguments: [id]) ?? false }
+        try read { db in try Self.routed(db, run: id) }
     }
 
     /// Recipients of each app not yet in a final state (what a job that dropped the app would strand).
@@ -103,7 +103,7 @@ extension RunState {
     /// app to one environment.
     public func appCounts() throws(StateError) -> [AppCount] {
         try read { db in
-            guard try Bool.fetchOne(db, sql: "SELECT routed FROM run WHERE id = ?", arguments: [id]) ?? false else { return [] }
+            guard try Self.routed(db, run: id) else { return [] }
             var out: [AppCount] = []
             for row in try Row.fetchAll(db, sql: """
                 \(Self.walksRun) SELECT COALESCE(p.name, ''), \(StoredRoute.environment("r")), r.status, COUNT(*) FROM recipient r

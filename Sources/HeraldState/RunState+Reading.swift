@@ -138,7 +138,7 @@ extension RunState {
     public func forEachDeliveryColumns(_ body: (DeliveryColumns) throws -> Void) throws(StateError) {
         try read { db in
             // A run for one app in one environment has no app or environment to say: its columns stay empty.
-            let routed = try Bool.fetchOne(db, sql: "SELECT routed FROM run WHERE id = ?", arguments: [id]) ?? false
+            let routed = try Self.routed(db, run: id)
             let routes = routed ? RouteNames(apps: try Self.apps(db, run: id)) : nil
             defer { routes?.deallocate() }
             let rows = try RawStatement(db, sql: """
