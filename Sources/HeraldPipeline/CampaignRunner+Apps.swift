@@ -95,11 +95,8 @@ extension CampaignRunner {
         guard spec.apns.environmentFallback else { return }
         do {
             let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
-            let apps = try state.apps()
             var topics: [Int: String] = [:]
-            for app in apps {
-                if let job = spec.apns.appList.first(where: { $0.name == app.name }) { topics[Int(app.number)] = job.topic }
-            }
+            for (number, app) in jobApps(try state.apps()) { topics[Int(number)] = app.topic }
             var batches: [String: [(token: String, environment: APNsEnvironment)]] = [:]
             var total = 0
             func flush(_ topic: String) throws(StateError) {

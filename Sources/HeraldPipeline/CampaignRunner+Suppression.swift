@@ -29,6 +29,25 @@ extension CampaignRunner {
         return SharedStore.SuppressionScope(environment: name, topic: topic)
     }
 
+    /// The list of each of these apps (by the state file's number) in each environment.
+    func suppressionScopes(_ apps: [(number: UInt16, app: AppSpec)], routed: Bool) -> [SuppressionLists.Route: SharedStore.SuppressionScope] {
+        var scopes: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
+        for (number, app) in apps {
+            for environment in APNsEnvironment.allCases {
+                scopes[.init(app: number, environment: environment.rawValue)] = suppressionScope(app: app, environment: environment, routed: routed)
+            }
+        }
+        return scopes
+    }
+
+    /// The run's apps (`RunState.apps`) the job still has, each with its number and the job's
+    /// spec (found by name). An app the job dropped has none: its recipients' 410s and
+    /// environments stay in the state file and reports only.
+    func jobApps(_ stored: [RunApp]) -> [(number: UInt16, app: AppSpec)] {
+        let apps = spec.apns.appList
+        return stored.compactMap { s in apps.first { $0.name == s.name }.map { (s.number, $0) } }
+    }
+
     /// herald-shared.sqlite beside the state file, when it exists (nil: no earlier campaign
     /// wrote a list or an environment there, so there is nothing to look up and no file is made).
     func existingSharedStore() throws(StateError) -> SharedStore? {
@@ -76,11 +95,9 @@ extension CampaignRunner {
         try Self.wrap(.preparing) { () throws(StateError) -> SuppressionLists? in
             guard let shared = try existingSharedStore() else { return nil }
             var lists: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
-            for (app, number) in zip(routing.apps, routing.numbers) {
-                for environment in APNsEnvironment.allCases {
-                    let scope = suppressionScope(app: app, environment: environment, routed: spec.isRouted)
-                    if try shared.suppressionCount(scope: scope) > 0 { lists[.init(app: number, environment: environment.rawValue)] = scope }
-                }
+            for (route, scope) in suppressionScopes(Array(zip(routing.numbers, routing.apps)), routed: spec.isRouted)
+            where try shared.suppressionCount(scope: scope) > 0 {
+                lists[route] = scope
             }
             return lists.isEmpty ? nil : SuppressionLists(shared: shared, scopes: lists)
         }
@@ -96,21 +113,9 @@ extension CampaignRunner {
         do {
             let shared = try SharedStore(besideStateFile: spec.statePath, volume: stateVolume)
             let apps = try state.apps()
-            let jobApps = spec.apns.appList
-            let routed = try state.isRouted()
-            var scopes: [SuppressionLists.Route: SharedStore.SuppressionScope] = [:]
-            for app in apps {
-                guard let job = jobApps.first(where: { $0.name == app.name }) else { continue }
-                for environment in APNsEnvironment.allCases {
-                    scopes[.init(app: app.number, environment: environment.rawValue)] = suppressionScope(app: job, environment: environment, routed: routed)
-                }
-            }
             // A run from before apps were numbered has none: its one app is the job's.
-            if apps.isEmpty, let only = jobApps.first {
-                for environment in APNsEnvironment.allCases {
-                    scopes[.init(app: 0, environment: environment.rawValue)] = suppressionScope(app: only, environment: environment, routed: false)
-                }
-            }
+            let scopes = apps.isEmpty ? suppressionScopes(spec.apns.appList.prefix(1).map { (0, $0) }, routed: false)
+                                      : suppressionScopes(jobApps(apps), routed: try state.isRouted())
             var batches: [SuppressionLists.Route: [SuppressedToken]] = [:]
             var total = 0
             func flush(_ route: SuppressionLists.Route) throws(StateError) {
