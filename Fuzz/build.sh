@@ -6,15 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-.build/fuzz}"
-cc="${CC:-}"
-if [ -z "$cc" ]; then
-  if [ -x /opt/swift/usr/bin/clang ]; then cc=/opt/swift/usr/bin/clang; else cc=clang; fi
-fi
+. Fuzz/toolchain.sh
 mkdir -p "$out"
-# lld beside the compiler links the sanitizer runtimes without gold's noise about their symbols.
-ld=()
-lld="$(dirname "$(command -v "$cc")")/ld.lld"
-if [ -x "$lld" ] || command -v ld.lld >/dev/null; then ld=(-fuse-ld=lld); fi
 # UBSan's findings abort like ASan's (-fno-sanitize-recover), so libFuzzer reports them as crashes.
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -ISources/CHTTP2Client/include -ISources/CHTTP2Client)

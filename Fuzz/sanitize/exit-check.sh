@@ -1,17 +1,11 @@
 #!/usr/bin/env bash
 # `make sanitize`'s first step: openssl_thread_exit.c built with CHTTP2Client's sources under
 # AddressSanitizer and UndefinedBehaviorSanitizer into the file given, and run; any report fails.
-# The compiler as for the fuzz targets: CC, else the Swift toolchain's clang, else clang.
+# The compiler as for the fuzz targets (Fuzz/toolchain.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin="${1:-.build-asan/exit-check}"
-cc="${CC:-}"
-if [ -z "$cc" ]; then
-  if [ -x /opt/swift/usr/bin/clang ]; then cc=/opt/swift/usr/bin/clang; else cc=clang; fi
-fi
-ld=()
-lld="$(dirname "$(command -v "$cc")")/ld.lld"
-if [ -x "$lld" ] || command -v ld.lld >/dev/null; then ld=(-fuse-ld=lld); fi
+. Fuzz/toolchain.sh
 mkdir -p "$(dirname "$bin")"
 "$cc" -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all "${ld[@]}" \
   -ISources/CHTTP2Client/include -ISources/CHTTP2Client \
